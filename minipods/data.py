@@ -1,0 +1,203 @@
+"""GSM8K data, prompts, and a synthetic fallback task.
+
+Paper: the single-GPU experiments train on GSM8K (train split) and report accuracy on the
+GSM8K test split; the policy is asked to reason and then give its final answer inside
+`<answer>...</answer>` tags (Section 5 / Appendix: single-GPU setting). This module provides
+
+* `load_gsm8k(split, data_dir=None, limit=None)` -> list of {question, answer, gold}
+  from (1) `data_dir`, (2) env `MINIPODS_GSM8K_DIR`, or (3) the real hub dataset
+  `openai/gsm8k` (config "main") through `datasets`.
+* `synthetic_problems(n, seed)`: seeded GSM8K-style word problems with computed answers, for
+  offline demos and as an easier task for tiny models (not part of the paper).
+* `load_task(name, split, ...)`: what the training loop calls; falls back to the synthetic
+  task (loudly) when GSM8K cannot be found.
+* `build_prompt(tokenizer, question)`: chat template (system + user), plain-text fallback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import warnings
+from pathlib import Path
+
+from minipods.rewards import normalize_number
+
+HUB_DATASET = ("openai/gsm8k", "main")  # the real hub path; used only when no local files are given
+ENV_DIR = "MINIPODS_GSM8K_DIR"
+SPLITS = ("train", "test")
+
+SYSTEM_PROMPT = (
+    "You are a careful math tutor. Solve the problem step by step. "
+    "Respond in the following format:\n"
+    "<reasoning>\n...\n</reasoning>\n<answer>\nthe final number only\n</answer>"
+)
+
+
+class DataNotFoundError(FileNotFoundError):
+    """GSM8K could not be found by any of the three routes."""
+
+
+def parse_gold(answer: str, where: str) -> str:
+    """The final answer after the last `####`, normalised (`1,080` -> `1080`, sign kept)."""
+    if "####" not in answer:
+        raise ValueError(f"{where}: reference answer has no '####' final-answer marker")
+    raw = answer.rsplit("####", 1)[1].strip()
+    gold = normalize_number(raw)
+    if gold is None:
+        raise ValueError(f"{where}: final answer {raw!r} after '####' is not a number")
+    return gold
+
+
+def _make_item(row: object, where: str) -> dict:
+    if not isinstance(row, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    for key in ("question", "answer"):
+        if key not in row:
+            raise ValueError(f"{where}: missing key {key!r}")
+        if not isinstance(row[key], str):
+            raise ValueError(f"{where}: key {key!r} is not a string")
+    return {"question": row["question"], "answer": row["answer"], "gold": parse_gold(row["answer"], where)}
+
+
+def read_jsonl(path: str | os.PathLike, limit: int | None = None) -> list[dict]:
+    """Read an official GSM8K jsonl file; every bad line raises ValueError naming file:line."""
+    path = Path(path)
+    items = []
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if limit is not None and len(items) >= limit:
+                break
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{where}: invalid JSON ({e.msg})") from None
+            items.append(_make_item(row, where))
+    return items
+
+
+def _check_args(split: str, limit: int | None) -> None:
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
+    if limit is not None and (not isinstance(limit, int) or limit < 0):
+        raise ValueError(f"limit must be a non-negative int or None, got {limit!r}")
+
+
+def load_gsm8k(split: str = "train", data_dir: str | os.PathLike | None = None, limit: int | None = None) -> list[dict]:
+    """Load GSM8K `split` as a list of {"question", "answer", "gold"} dicts, in file order.
+
+    Sources, in order: the `data_dir` argument; env `MINIPODS_GSM8K_DIR`; the hub dataset
+    `openai/gsm8k` ("main") via `datasets` (cached by datasets, works offline once cached).
+    `limit` keeps the first `limit` rows.
+    """
+    _check_args(split, limit)
+    for d in (data_dir, os.environ.get(ENV_DIR) or None):
+        if d is None:
+            continue
+        path = Path(d) / f"{split}.jsonl"
+        if not path.is_file():
+            raise DataNotFoundError(f"GSM8K file not found: {path} (from {'data_dir' if d is data_dir else ENV_DIR})")
+        return read_jsonl(path, limit)
+    try:
+        from datasets import load_dataset
+
+        ds = load_dataset(*HUB_DATASET, split=split)
+    except Exception as e:  # no network, no cache, no datasets package...
+        raise DataNotFoundError(
+            "GSM8K not found. Provide it one of three ways: (1) pass data_dir=/path/to/gsm8k "
+            "(or --data-dir) holding the official train.jsonl/test.jsonl; (2) set "
+            f"{ENV_DIR}=/path/to/gsm8k; (3) let `datasets` download {HUB_DATASET[0]!r} "
+            f"(needs network once). Hub error: {type(e).__name__}: {e}"
+        ) from None
+    rows = ds if limit is None else ds.select(range(min(limit, len(ds))))
+    return [_make_item(dict(r), f"{HUB_DATASET[0]}[{split}][{i}]") for i, r in enumerate(rows)]
+
+
+# ---------------------------------------------------------------- synthetic task
+# Seeded, GSM8K-shaped word problems (1-2 arithmetic steps) with answers computed here.
+# Not from the paper: an offline stand-in and an easier task on which a 135M model gets
+# non-zero reward often enough for GRPO to have signal.
+_NAMES = ["Ava", "Ben", "Chloe", "Dev", "Emma", "Finn", "Grace", "Hugo", "Iris", "Jon", "Kai", "Lena"]
+_THINGS = ["apples", "books", "marbles", "stickers", "pencils", "cookies", "cards", "shells"]
+
+
+def _synthetic_one(rng: random.Random) -> dict:
+    name, other = rng.sample(_NAMES, 2)
+    thing = rng.choice(_THINGS)
+    kind = rng.randrange(5)
+    a, b = rng.randint(2, 40), rng.randint(2, 20)
+    if kind == 0:
+        q = f"{name} has {a} {thing}. {other} gives {name} {b} more {thing}. How many {thing} does {name} have now?"
+        steps, ans = f"{a} + {b} = {a + b}", a + b
+    elif kind == 1:
+        a = a + b  # keep the result positive
+        q = f"{name} has {a} {thing} and gives {b} of them to {other}. How many {thing} does {name} have left?"
+        steps, ans = f"{a} - {b} = {a - b}", a - b
+    elif kind == 2:
+        a, b = rng.randint(2, 12), rng.randint(2, 12)
+        q = f"{name} buys {a} bags with {b} {thing} in each bag. How many {thing} does {name} buy in total?"
+        steps, ans = f"{a} * {b} = {a * b}", a * b
+    elif kind == 3:
+        b = rng.randint(2, 9)
+        a = b * rng.randint(2, 12)
+        q = f"{name} shares {a} {thing} equally among {b} friends. How many {thing} does each friend get?"
+        steps, ans = f"{a} / {b} = {a // b}", a // b
+    else:
+        c = rng.randint(2, 9)
+        q = (f"{name} has {a} {thing}. {name} buys {c} packs of {b} {thing} each. "
+             f"How many {thing} does {name} have now?")
+        steps, ans = f"{c} * {b} = {c * b}\n{a} + {c * b} = {a + c * b}", a + c * b
+    return {"question": q, "answer": f"{steps}\n#### {ans}", "gold": str(ans)}
+
+
+def synthetic_problems(n: int, seed: int = 0) -> list[dict]:
+    """`n` seeded GSM8K-style problems, same dict shape as `load_gsm8k` (answers computed)."""
+    if not isinstance(n, int) or n < 0:
+        raise ValueError(f"n must be a non-negative int, got {n!r}")
+    rng = random.Random(seed)
+    return [_synthetic_one(rng) for _ in range(n)]
+
+
+SYNTHETIC_WARNING = (
+    "\n" + "!" * 78 + "\n!! minipods is using the SYNTHETIC word-problem task, NOT GSM8K: {why}\n"
+    "!! Results are not comparable with the paper. Set MINIPODS_GSM8K_DIR to use GSM8K.\n" + "!" * 78
+)
+
+
+def load_task(name: str = "gsm8k", split: str = "train", data_dir=None, limit: int | None = None,
+              seed: int = 0, fallback: bool = True) -> tuple[list[dict], str]:
+    """Items for training/eval and a description of the source actually used.
+
+    `name` is "gsm8k" or "synthetic". With `fallback=True` a missing GSM8K falls back to the
+    synthetic task with a loud warning (so the offline demo still runs).
+    """
+    if name == "synthetic":
+        # distinct seeds per split so train and test problems differ
+        items = synthetic_problems(limit if limit is not None else 2000, seed=seed + (0 if split == "train" else 10_007))
+        warnings.warn(SYNTHETIC_WARNING.format(why="selected with --data synthetic"), stacklevel=2)
+        return items, "synthetic"
+    if name != "gsm8k":
+        raise ValueError(f"unknown task {name!r}; expected 'gsm8k' or 'synthetic'")
+    try:
+        items = load_gsm8k(split, data_dir=data_dir, limit=limit)
+    except DataNotFoundError as e:
+        if not fallback:
+            raise
+        warnings.warn(SYNTHETIC_WARNING.format(why=str(e).split(". Hub error")[0]), stacklevel=2)
+        return load_task("synthetic", split, limit=limit, seed=seed)[0], "synthetic (GSM8K not found)"
+    src = str(data_dir or os.environ.get(ENV_DIR) or f"hub:{HUB_DATASET[0]}")
+    return items, f"gsm8k:{src}"
+
+
+# ---------------------------------------------------------------- prompts
+def build_prompt(tokenizer, question: str, system_prompt: str = SYSTEM_PROMPT) -> str:
+    """The prompt text for one question: the tokenizer's chat template with a system and a user
+    turn and the assistant header appended; plain text for tokenizers without a template."""
+    if getattr(tokenizer, "chat_template", None):
+        messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": question}]
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return f"{system_prompt}\n\nQuestion: {question}\nAnswer:\n"

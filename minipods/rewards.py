@@ -1,0 +1,189 @@
+"""Verifiable rewards for GSM8K-style math answers.
+
+PODS (Xu et al., "Not All Rollouts are Useful", TMLR 2026) trains with GRPO on
+rule-based rewards: in the paper's GSM8K setup each rollout is scored with an
+accuracy reward (is the final number right?) plus a small format reward (did
+the model use the requested tags?). The down-sampling rules in
+`downsample.py` then pick which of these scored rollouts to train on.
+
+Requested completion format (the system prompt asks for it):
+
+    <reasoning>
+    ...
+    </reasoning>
+    <answer>
+    NUMBER
+    </answer>
+
+    total_reward = correctness_reward (0 or 1) + format_reward (0 .. 0.1)
+
+Grading is lenient, like the paper's: if the answer block is missing or holds no
+number we still look for `#### N` and finally the last number in the text.
+
+Every function here is linear-time and never raises on any `str` completion:
+we locate things with str.rfind/str.find and run small regexes (no nested
+quantifiers) only on bounded slices, so hostile text cannot cause catastrophic
+backtracking.
+"""
+
+import re
+from decimal import Decimal, InvalidOperation
+
+CORRECT_REWARD = 1.0
+FORMAT_TAG_REWARD = 0.025
+FORMAT_TAGS = ("<reasoning>", "</reasoning>", "<answer>", "</answer>")
+
+# A number: optional '-', optional '$', digits (with proper thousands commas or
+# none), optional decimal part. ASCII digits only ([0-9], not \d, which would
+# also match e.g. Arabic-Indic digits).
+_NUMBER = re.compile(r"-?\$?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?")
+_DIGIT = re.compile(r"[0-9]")
+_PLAIN = re.compile(r"(-?)([0-9]*)(?:\.([0-9]*))?")
+# Longest number we accept (characters). Longer digit runs are not plausible
+# answers; rejecting them keeps every regex call on a bounded slice.
+MAX_NUMBER_CHARS = 100
+
+
+def normalize_number(s):
+    """Canonical string for a number such as ' $1,080.00. ' -> '1080'; None if not a number.
+
+    Strips surrounding whitespace, every '$' and ',' (thousands separators) and
+    trailing '.'. Integers have no decimal point, other values lose trailing
+    zeros ('3.50' -> '3.5'), '-0' -> '0', a leading '+' is dropped. Only plain
+    decimal notation is accepted (no exponents, inf or nan). Pure string
+    handling, so arbitrarily large integers stay exact (float would round).
+    Non-str inputs (int, Decimal, float) are formatted first, so 72 -> '72'.
+    """
+    if not isinstance(s, str):
+        try:
+            d = Decimal(str(s))  # str(1e20) == '1e+20'; Decimal reads it exactly
+        except (InvalidOperation, ValueError, TypeError):
+            return None
+        if not d.is_finite():
+            return None
+        s = format(d, "f")
+    s = s.strip().replace("$", "").replace(",", "").strip().rstrip(".")
+    if s.startswith("+"):
+        s = s[1:]
+    m = _PLAIN.fullmatch(s)
+    if m is None:
+        return None
+    sign, ip, fp = m.group(1), m.group(2), m.group(3) or ""
+    if not ip and not fp:
+        return None  # '', '-', '.'
+    ip = ip.lstrip("0") or "0"
+    fp = fp.rstrip("0")
+    out = ip + ("." + fp if fp else "")
+    return "-" + out if sign and out != "0" else out
+
+
+def _number_at(text, p):
+    """Normalised number token covering the digit text[p]; None if it is too long."""
+    lo, hi = max(0, p - MAX_NUMBER_CHARS), min(len(text), p + MAX_NUMBER_CHARS + 1)
+    for m in _NUMBER.finditer(text, lo, hi):  # bounded: at most ~200 chars scanned
+        if m.start() <= p < m.end():
+            # A token cut by the window edge is > MAX_NUMBER_CHARS long, so this also catches it.
+            return normalize_number(m.group()) if m.end() - m.start() <= MAX_NUMBER_CHARS else None
+    return None
+
+
+def _first_number(text):
+    m = _DIGIT.search(text)
+    return None if m is None else _number_at(text, m.start())
+
+
+def _last_number(text):
+    # Reverse copy (a memcpy, fast) turns "last digit" into a forward search.
+    m = _DIGIT.search(text[::-1])
+    return None if m is None else _number_at(text, len(text) - 1 - m.start())
+
+
+def _boxed_number(text):
+    """Number inside the last \\boxed{...} (up to the first '}'), else None.
+
+    Nested braces (\\boxed{\\frac{1}{2}}) are not supported: GSM8K answers are plain numbers.
+    """
+    i = text.rfind("\\boxed{")
+    if i < 0:
+        return None
+    i += len("\\boxed{")
+    j = text.find("}", i)
+    return _last_number(text[i:] if j < 0 else text[i:j])
+
+
+def extract_answer(text):
+    """Final numeric answer of a completion as a normalised string, or None.
+
+    1. If a complete `<answer>...</answer>` block exists, use the LAST one: the
+       number in its `\\boxed{}` if any, else its last number. If the block
+       holds no number, fall through.
+    2. Else the first number after the last `####` (GSM8K's own format).
+    3. Else (lenient, as in the paper) the number in the last `\\boxed{}` of the
+       text if there is one, otherwise the last number anywhere.
+    An unclosed `<answer>` is not a block (truncated generations go to 2/3).
+    Numbers longer than MAX_NUMBER_CHARS characters count as no number.
+    """
+    if not isinstance(text, str):
+        return None
+    end = text.rfind("</answer>")
+    if end >= 0:
+        start = text.rfind("<answer>", 0, end)
+        if start >= 0:
+            content = text[start + len("<answer>"):end]
+            ans = _boxed_number(content) or _last_number(content)
+            if ans is not None:
+                return ans
+    i = text.rfind("####")
+    if i >= 0:
+        ans = _first_number(text[i + 4:])
+        if ans is not None:
+            return ans
+    return _boxed_number(text) or _last_number(text)
+
+
+def correctness_reward(completion, gold):
+    """CORRECT_REWARD (1.0) if the extracted answer equals `gold` numerically, else 0.0.
+
+    `gold` is normalised like the answer, so '1,080', '1080.0', 1080 and
+    Decimal('1080') all work. A gold that is not a number raises ValueError:
+    that is a data bug, and silently scoring 0 would hide it.
+    """
+    g = normalize_number(gold)
+    if g is None:
+        raise ValueError(f"gold answer is not a number: {gold!r}")
+    ans = extract_answer(completion)
+    # Canonical strings are unique per value, but compare Decimals to be explicit.
+    return CORRECT_REWARD if ans is not None and Decimal(ans) == Decimal(g) else 0.0
+
+
+def format_reward(completion):
+    """FORMAT_TAG_REWARD (0.025) per well-placed tag of FORMAT_TAGS, so 0 .. 0.1.
+
+    Tag i (in the order <reasoning>, </reasoning>, <answer>, </answer>) is well
+    placed when it occurs exactly once in the completion and, for i > 0, tag
+    i-1 also occurs exactly once and starts before it. Any text may surround
+    the tags. E.g. a missing </reasoning> costs that tag and <answer> (0.05 left).
+    """
+    if not isinstance(completion, str):
+        return 0.0
+    score, prev = 0.0, None  # prev: position of tag i-1 if it occurs exactly once
+    for i, tag in enumerate(FORMAT_TAGS):
+        pos = completion.find(tag) if completion.count(tag) == 1 else None
+        if pos is not None and (i == 0 or (prev is not None and prev < pos)):
+            score += FORMAT_TAG_REWARD
+        prev = pos
+    return score
+
+
+def total_reward(completion, gold):
+    """correctness_reward + format_reward, in [0, 1.1]."""
+    return correctness_reward(completion, gold) + format_reward(completion)
+
+
+def score_completions(completions, golds):
+    """Score a batch: dict of equal-length float lists `reward`, `correct`, `format`."""
+    if len(completions) != len(golds):
+        raise ValueError(f"got {len(completions)} completions but {len(golds)} golds")
+    correct = [correctness_reward(c, g) for c, g in zip(completions, golds)]
+    fmt = [format_reward(c) for c in completions]
+    return {"reward": [c + f for c, f in zip(correct, fmt)], "correct": correct, "format": fmt}

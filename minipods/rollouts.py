@@ -1,0 +1,129 @@
+"""Rollouts: n sampled completions per prompt with batched HF `generate`.
+
+Paper (Section 3, the inference phase of PODS): for each prompt the policy samples n rollouts;
+this phase is embarrassingly parallel and light on memory (no activations are kept for backward),
+so it is cheap to make n large. Here all n*P sequences go through `generate` in chunks of
+`batch_size` sequences (left padding, so every prompt ends where its completion begins), never a
+Python loop per sample.
+
+Layout of the returned batch (B = len(prompts) * n, group-major: prompt 0's n samples first):
+    prompt_ids       (B, P)  left-padded prompt tokens
+    prompt_mask      (B, P)  1 on real prompt tokens
+    completion_ids   (B, C)  right-padded sampled tokens
+    completion_mask  (B, C)  1 up to and including the first EOS, 0 after (and on padding)
+    group            (B,)    index of the prompt each row answers
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from minipods.model import generation_mode
+
+
+@dataclass
+class Rollouts:
+    prompt_ids: torch.Tensor
+    prompt_mask: torch.Tensor
+    completion_ids: torch.Tensor
+    completion_mask: torch.Tensor
+    group: torch.Tensor
+    texts: list[str]
+    n: int
+    seconds: float = 0.0
+    num_tokens: int = 0
+    meta: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return self.completion_ids.shape[0]
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.num_tokens / self.seconds if self.seconds > 0 else 0.0
+
+    def select(self, idx: list[int] | torch.Tensor) -> "Rollouts":
+        """The rows `idx` (e.g. the kept m per prompt), trimmed of all-padding columns."""
+        idx = torch.as_tensor(idx, dtype=torch.long)
+        pm, cm = self.prompt_mask[idx], self.completion_mask[idx]
+        p0 = int((pm.sum(0) > 0).nonzero()[0]) if pm.any() else pm.shape[1]  # first used prompt column
+        c1 = int((cm.sum(0) > 0).nonzero()[-1]) + 1 if cm.any() else 1  # last used completion column
+        return Rollouts(self.prompt_ids[idx][:, p0:], pm[:, p0:], self.completion_ids[idx][:, :c1],
+                        cm[:, :c1], self.group[idx], [self.texts[i] for i in idx.tolist()], self.n,
+                        self.seconds, int(cm.sum()), dict(self.meta))
+
+
+def completion_mask_from_ids(completion_ids: torch.Tensor, eos_ids: list[int]) -> torch.Tensor:
+    """(B, C) mask: 1 up to and including the first EOS token of each row, 0 afterwards."""
+    is_eos = torch.isin(completion_ids, torch.tensor(eos_ids, device=completion_ids.device))
+    # number of EOS tokens strictly before each position; a token is kept while that is 0
+    eos_before = torch.cumsum(is_eos.int(), dim=1) - is_eos.int()
+    return (eos_before == 0).long()
+
+
+def _eos_ids(model, tokenizer) -> list[int]:
+    ids = model.generation_config.eos_token_id
+    ids = [ids] if isinstance(ids, int) else list(ids or [])
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids.append(tokenizer.eos_token_id)
+    return ids
+
+
+@torch.no_grad()
+def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_tokens: int = 256,
+                      temperature: float = 0.9, top_p: float = 1.0, batch_size: int = 64,
+                      max_prompt_tokens: int | None = None, do_sample: bool = True,
+                      progress: bool = False) -> Rollouts:
+    """Sample `n` completions for each prompt string (already chat-formatted, see data.build_prompt).
+
+    batch_size: sequences per `generate` call; bounds memory (the KV cache grows with it).
+    max_prompt_tokens: left-truncate longer prompts (the paper uses 512).
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if not prompts:
+        raise ValueError("no prompts given")
+    device = next(model.parameters()).device
+    eos = _eos_ids(model, tokenizer)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos[0]
+    tokenizer.padding_side = "left"
+    enc = tokenizer(prompts, add_special_tokens=False, padding=True, return_tensors="pt",
+                    truncation=max_prompt_tokens is not None, max_length=max_prompt_tokens)
+    # repeat each prompt n times, group-major: rows [g*n, (g+1)*n) answer prompt g
+    prompt_ids = enc.input_ids.repeat_interleave(n, dim=0)  # (B, P)
+    prompt_mask = enc.attention_mask.repeat_interleave(n, dim=0)  # (B, P)
+    group = torch.arange(len(prompts)).repeat_interleave(n)  # (B,)
+    B, P = prompt_ids.shape
+
+    chunks = []
+    t0 = time.perf_counter()
+    rng = range(0, B, batch_size)
+    if progress:
+        from tqdm.auto import tqdm
+        rng = tqdm(rng, desc="rollouts", leave=False)
+    with generation_mode(model):
+        for s in rng:
+            ids, am = prompt_ids[s:s + batch_size].to(device), prompt_mask[s:s + batch_size].to(device)
+            out = model.generate(input_ids=ids, attention_mask=am, max_new_tokens=max_new_tokens,
+                                 do_sample=do_sample, temperature=temperature if do_sample else None,
+                                 top_p=top_p if do_sample else None, top_k=None if do_sample else None,
+                                 pad_token_id=pad, eos_token_id=eos)
+            chunks.append(out[:, P:].cpu())  # (b, c_chunk): completions only
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - t0
+
+    C = max(c.shape[1] for c in chunks)
+    completion_ids = torch.full((B, max(C, 1)), pad, dtype=torch.long)
+    completion_mask = torch.zeros((B, max(C, 1)), dtype=torch.long)
+    row = 0
+    for c in chunks:  # masks per chunk: padding added here to align chunks is never a real token
+        completion_ids[row:row + c.shape[0], :c.shape[1]] = c
+        completion_mask[row:row + c.shape[0], :c.shape[1]] = completion_mask_from_ids(c, eos)
+        row += c.shape[0]
+    texts = tokenizer.batch_decode(completion_ids * completion_mask + pad * (1 - completion_mask),
+                                   skip_special_tokens=True)
+    return Rollouts(prompt_ids, prompt_mask, completion_ids, completion_mask, group, texts, n,
+                    seconds, int(completion_mask.sum()))

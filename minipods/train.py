@@ -1,0 +1,453 @@
+"""GRPO and GRPO-PODS training loop: `python -m minipods.train`.
+
+Paper (Algorithm 1, PODS): every step
+    1. sample `prompts_per_step` training questions;
+    2. inference phase: generate n rollouts per question (batched `generate`);
+    3. score them with the verifiable reward (correctness + format);
+    4. down-sample: keep m of the n rollouts per question with a rule
+       (max_variance, the paper's choice; max_reward; random). `--method grpo` keeps all (n = m);
+    5. policy-update phase: one GRPO update on the kept rollouts only (minipods.grpo).
+Hyper-parameters of the paper's single-GPU recipe are in `--preset paper`; `--small` is sized to
+finish on a 2-core CPU in about 15 minutes with the offline default model.
+
+Outputs in OUTPUT_DIR: metrics.jsonl (one row per step; evaluation rows add eval_accuracy),
+config.json (every setting and the data source used), checkpoint/ (LoRA adapter, optimizer, RNG
+states, step; written atomically every `save_every` steps and on Ctrl-C), adapter/ (final).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import random
+import resource
+import shutil
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from minipods.data import build_prompt, load_task
+from minipods.downsample import RULES, downsample
+from minipods.grpo import group_advantages, grpo_update
+from minipods.model import DEFAULT_MODEL, ModelNotFoundError, default_device, load_policy
+from minipods.rewards import FORMAT_TAG_REWARD, FORMAT_TAGS, score_completions
+from minipods.rollouts import generate_rollouts
+
+
+def _f(default, help: str, **kw):
+    return field(default=default, metadata={"help": help, **kw})
+
+
+@dataclass
+class TrainConfig:
+    """Every setting of a run. Field help strings become the CLI's --help."""
+    # model
+    model: str = _f(DEFAULT_MODEL, "hub id, local HF folder, .gguf file, or 'smollm2-135m-instruct' (offline default)")
+    quantize: str = _f("none", "none | 4bit (bitsandbytes NF4 + double quantisation, QLoRA)")
+    dtype: str = _f("auto", "auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16 | float16")
+    device: str = _f("auto", "auto | cpu | cuda | cuda:N")
+    lora_r: int = _f(64, "LoRA rank (paper: 64)")
+    lora_alpha: int = _f(64, "LoRA alpha (paper: 64)")
+    lora_dropout: float = _f(0.0, "LoRA dropout")
+    gradient_checkpointing: bool = _f(False, "recompute activations in backward (less memory, ~30%% slower)")
+    # PODS
+    method: str = _f("pods", "grpo (update on all n rollouts, m = n) | pods (generate n, update on m)")
+    n: int = _f(16, "rollouts generated per prompt")
+    m: int = _f(4, "rollouts kept per prompt for the update (pods); grpo forces m = n")
+    rule: str = _f("max_variance", "down-sampling rule: max_variance | max_reward | random")
+    adv_norm: str = _f("kept", "advantage normalisation over the kept m (paper) or all n rollouts: kept | all")
+    # data and generation
+    data: str = _f("gsm8k", "gsm8k | synthetic (seeded easy word problems; also the fallback when GSM8K is missing)")
+    data_dir: str | None = _f(None, "folder with GSM8K train.jsonl/test.jsonl (else $MINIPODS_GSM8K_DIR, else the hub)")
+    prompts_per_step: int = _f(8, "questions per training step")
+    max_prompt_tokens: int = _f(512, "prompts are left-truncated to this many tokens (paper: 512)")
+    max_new_tokens: int = _f(512, "completion length limit (paper: 512)")
+    temperature: float = _f(0.9, "sampling temperature for rollouts (paper: 0.9)")
+    top_p: float = _f(1.0, "nucleus sampling for rollouts")
+    gen_batch_size: int = _f(64, "sequences per generate() call (bounds rollout memory)")
+    # optimisation
+    max_steps: int = _f(100, "training steps")
+    budget_s: float = _f(0.0, "stop once training wall-clock time (excluding evaluation) exceeds this; 0 = no limit")
+    lr: float = _f(5e-6, "learning rate, constant (paper: 5e-6)")
+    weight_decay: float = _f(0.1, "AdamW weight decay (paper: 0.1)")
+    adam_beta1: float = _f(0.9, "AdamW beta1 (paper: 0.9)")
+    adam_beta2: float = _f(0.99, "AdamW beta2 (paper: 0.99)")
+    optimizer: str = _f("auto", "auto (adamw8bit on CUDA, adamw otherwise) | adamw | adamw8bit")
+    max_grad_norm: float = _f(0.1, "gradient-norm clip (paper: 0.1); 0 = off")
+    beta: float = _f(0.0, "KL coefficient vs. the adapter-free model (paper's Qwen runs: 0)")
+    clip_eps: float = _f(0.2, "PPO-style ratio clip (matters when update_epochs > 1)")
+    update_epochs: int = _f(1, "gradient steps per batch of rollouts")
+    micro_batch_size: int = _f(4, "sequences per forward/backward (gradient accumulation)")
+    logprob_chunk: int = _f(512, "tokens per chunk in the log-prob computation (bounds logits memory)")
+    # evaluation, checkpoints, bookkeeping
+    eval_every: int = _f(0, "evaluate every K steps (and before the first and after the last); 0 = never")
+    eval_limit: int = _f(100, "test questions for evaluation (a fixed subset: the first N)")
+    eval_max_new_tokens: int = _f(0, "completion limit at evaluation; 0 = max_new_tokens")
+    eval_batch_size: int = _f(64, "sequences per generate() call at evaluation")
+    save_every: int = _f(10, "checkpoint every K steps (also on Ctrl-C and at the end)")
+    seed: int = _f(0, "seed for data order, sampling and the random rule")
+    output_dir: str = _f("runs/minipods", "run folder: metrics.jsonl, config.json, checkpoint/, adapter/")
+    resume: bool = _f(False, "continue from OUTPUT_DIR/checkpoint")
+    progress: bool = _f(True, "show a tqdm progress bar")
+
+
+PRESETS = {
+    # CPU-sized: finishes in ~15 min on 2 cores with SmolLM2-135M. A higher lr than the paper's
+    # because the run is ~100x shorter and the model ~20x smaller.
+    "small": dict(model=DEFAULT_MODEL, n=8, m=4, prompts_per_step=2, max_new_tokens=128, max_prompt_tokens=256,
+                  lr=2e-4, max_grad_norm=1.0, lora_r=16, lora_alpha=32, max_steps=16, micro_batch_size=4,
+                  eval_every=0, eval_limit=16, eval_max_new_tokens=128, save_every=4, gen_batch_size=16,
+                  dtype="bfloat16"),
+    # The paper's single-GPU recipe (Qwen2.5-3B-Instruct, one L40S).
+    "paper": dict(model="Qwen/Qwen2.5-3B-Instruct", quantize="4bit", lora_r=64, lora_alpha=64, lr=5e-6,
+                  optimizer="auto", adam_beta1=0.9, adam_beta2=0.99, weight_decay=0.1, max_grad_norm=0.1,
+                  temperature=0.9, max_prompt_tokens=512, max_new_tokens=512, n=64, m=16, prompts_per_step=8,
+                  max_steps=400, eval_every=25, eval_limit=500, micro_batch_size=4, gradient_checkpointing=True),
+}
+
+
+def make_config(preset: str | None = None, **overrides) -> TrainConfig:
+    """Preset values, then explicit overrides; `method="grpo"` sets n = m (from whichever was given)."""
+    values = dict(PRESETS[preset]) if preset else {}
+    if preset and preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
+    explicit = {k: v for k, v in overrides.items() if v is not None}
+    values.update(explicit)
+    if values.get("method") == "grpo":
+        # vanilla GRPO updates on every rollout: n = m. An explicit --n wins, else the preset's m.
+        k = explicit.get("n", explicit.get("m", values.get("m", TrainConfig.m)))
+        values["n"] = values["m"] = k
+    return TrainConfig(**values)
+
+
+def validate(cfg: TrainConfig) -> None:
+    def bad(msg):
+        raise ValueError(msg)
+    if cfg.method not in ("grpo", "pods"):
+        bad(f"--method must be grpo or pods, got {cfg.method!r}")
+    if cfg.rule not in RULES:
+        bad(f"--rule must be one of {', '.join(RULES)}, got {cfg.rule!r}")
+    if cfg.n < 1:
+        bad(f"--n must be >= 1, got {cfg.n}")
+    if cfg.m < 1:
+        bad(f"--m must be >= 1, got {cfg.m}")
+    if cfg.m > cfg.n:
+        bad(f"--m ({cfg.m}) must not exceed --n ({cfg.n})")
+    if cfg.method == "grpo" and cfg.m != cfg.n:
+        bad(f"--method grpo updates on all rollouts: --m ({cfg.m}) must equal --n ({cfg.n})")
+    if cfg.adv_norm not in ("kept", "all"):
+        bad(f"--adv-norm must be kept or all, got {cfg.adv_norm!r}")
+    if cfg.data not in ("gsm8k", "synthetic"):
+        bad(f"--data must be gsm8k or synthetic, got {cfg.data!r}")
+    if cfg.quantize not in ("none", "4bit"):
+        bad(f"--quantize must be none or 4bit, got {cfg.quantize!r}")
+    if cfg.optimizer not in ("auto", "adamw", "adamw8bit"):
+        bad(f"--optimizer must be auto, adamw or adamw8bit, got {cfg.optimizer!r}")
+    for name in ("prompts_per_step", "max_new_tokens", "max_steps", "micro_batch_size", "update_epochs",
+                 "gen_batch_size", "save_every", "logprob_chunk", "lora_r", "max_prompt_tokens"):
+        if getattr(cfg, name) < 1:
+            bad(f"--{name.replace('_', '-')} must be >= 1, got {getattr(cfg, name)}")
+    if cfg.lr <= 0 or not math.isfinite(cfg.lr):
+        bad(f"--lr must be a positive number, got {cfg.lr}")
+    if cfg.temperature <= 0:
+        bad(f"--temperature must be > 0, got {cfg.temperature}")
+    if cfg.beta < 0 or cfg.eval_every < 0 or cfg.eval_limit < 0 or cfg.budget_s < 0:
+        bad("--beta, --eval-every, --eval-limit and --budget-s must be >= 0")
+
+
+# ---------------------------------------------------------------- helpers
+def peak_mem_mb(device: str) -> float:
+    """CUDA max allocated memory, else the process's peak resident set size."""
+    if device.startswith("cuda"):
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def step_items(items: list[dict], step: int, k: int, seed: int) -> list[dict]:
+    """The k questions of `step` (1-based): a seeded permutation per epoch, so any step's batch is
+    known without replaying the run (resume needs no data-loader state)."""
+    out = []
+    start = (step - 1) * k
+    for j in range(start, start + k):
+        epoch, pos = divmod(j, len(items))
+        perm = np.random.default_rng([seed, epoch]).permutation(len(items))
+        out.append(items[int(perm[pos])])
+    return out
+
+
+def make_optimizer(model, cfg: TrainConfig, device: str):
+    params = [p for p in model.parameters() if p.requires_grad]
+    kind = cfg.optimizer
+    if kind == "auto":
+        kind = "adamw8bit" if device.startswith("cuda") else "adamw"
+    kw = dict(lr=cfg.lr, betas=(cfg.adam_beta1, cfg.adam_beta2), weight_decay=cfg.weight_decay)
+    if kind == "adamw8bit":
+        import bitsandbytes as bnb
+        return bnb.optim.AdamW8bit(params, **kw)
+    return torch.optim.AdamW(params, **kw)
+
+
+def _rng_state() -> dict:
+    st = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+    if torch.cuda.is_available():
+        st["cuda"] = torch.cuda.get_rng_state_all()
+    return st
+
+
+def _set_rng_state(st: dict) -> None:
+    torch.set_rng_state(st["torch"])
+    random.setstate(st["python"])
+    np.random.set_state(st["numpy"])
+    if "cuda" in st and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(st["cuda"])
+
+
+def save_checkpoint(out: Path, model, optimizer, state: dict) -> Path:
+    """Write OUTPUT_DIR/checkpoint atomically: build it in a temp folder, then swap folders."""
+    for p in model.parameters():
+        if p.requires_grad and not torch.isfinite(p).all():
+            raise RuntimeError("refusing to checkpoint non-finite adapter weights")
+    final, tmp, old = out / "checkpoint", out / "checkpoint.tmp", out / "checkpoint.old"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    model.save_pretrained(tmp / "adapter")
+    torch.save({"optimizer": optimizer.state_dict(), "rng": _rng_state()}, tmp / "trainer.pt")
+    (tmp / "state.json").write_text(json.dumps(state, indent=1))
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        os.replace(final, old)
+    os.replace(tmp, final)
+    shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def find_checkpoint(out: Path) -> Path | None:
+    for name in ("checkpoint", "checkpoint.old"):  # .old survives a crash between the two renames
+        if (out / name / "state.json").is_file():
+            return out / name
+    return None
+
+
+def read_metrics(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _append_row(path: Path, row: dict) -> None:
+    with path.open("a") as f:
+        f.write(json.dumps(row) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+# ---------------------------------------------------------------- one step
+def select_kept(rewards: torch.Tensor, n: int, m: int, rule: str, seed: int, step: int) -> list[list[int]]:
+    """Per prompt, the indices (0..n-1) of the m rollouts kept for the update. rewards: (P*n,)."""
+    gen = np.random.default_rng([seed, step, 7])  # the random rule is reproducible per step
+    return [sorted(downsample(rewards[g * n:(g + 1) * n].tolist(), m, rule, generator=gen))
+            for g in range(len(rewards) // n)]
+
+
+def _evaluate(model, tok, eval_items, cfg) -> dict:
+    from minipods.evaluate import evaluate_items
+    res = evaluate_items(model, tok, eval_items, max_new_tokens=cfg.eval_max_new_tokens or cfg.max_new_tokens,
+                         batch_size=cfg.eval_batch_size, max_prompt_tokens=cfg.max_prompt_tokens)
+    return {"eval_accuracy": res["accuracy"], "eval_format_rate": res["format_rate"], "eval_s": res["seconds"],
+            "eval_n": res["n"]}
+
+
+def train(cfg: TrainConfig, model=None, tokenizer=None) -> Path:
+    """Run (or resume) training; returns the output folder. `model`/`tokenizer` may be passed in
+    (e.g. a tiny model in tests); otherwise `cfg.model` is loaded."""
+    validate(cfg)
+    out = Path(cfg.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    device = default_device() if cfg.device == "auto" else cfg.device
+    ckpt = find_checkpoint(out) if cfg.resume else None
+    if cfg.resume and ckpt is None:
+        print(f"minipods.train: --resume: no checkpoint in {out}, starting from step 1", file=sys.stderr)
+    if not cfg.resume and (out / "metrics.jsonl").exists():
+        raise ValueError(f"{out} already holds a run (metrics.jsonl); use --resume or another --output-dir")
+
+    random.seed(cfg.seed)
+    np.random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    items, source = load_task(cfg.data, "train", cfg.data_dir, seed=cfg.seed)
+    eval_items = load_task(cfg.data, "test", cfg.data_dir, limit=cfg.eval_limit, seed=cfg.seed)[0] \
+        if cfg.eval_every and cfg.eval_limit else []
+
+    if model is None:
+        model, tokenizer = load_policy(cfg.model, quantize=cfg.quantize, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
+                                       lora_dropout=cfg.lora_dropout, dtype=cfg.dtype, device=device,
+                                       gradient_checkpointing=cfg.gradient_checkpointing,
+                                       adapter=str(ckpt / "adapter") if ckpt else None)
+    elif ckpt is not None:
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+        set_peft_model_state_dict(model, load_file(str(ckpt / "adapter" / "adapter_model.safetensors")))
+    device = str(next(model.parameters()).device)
+    optimizer = make_optimizer(model, cfg, device)
+
+    metrics_path = out / "metrics.jsonl"
+    start, elapsed, skipped_total = 0, 0.0, 0
+    if ckpt is not None:
+        state = json.loads((ckpt / "state.json").read_text())
+        start, elapsed, skipped_total = state["step"], state["elapsed_s"], state["nonfinite_skips"]
+        tr = torch.load(ckpt / "trainer.pt", weights_only=False)
+        optimizer.load_state_dict(tr["optimizer"])
+        _set_rng_state(tr["rng"])
+        # rows of steps after the checkpoint (a hard kill) are dropped: those steps run again
+        rows = [r for r in read_metrics(metrics_path) if r["step"] <= start]
+        metrics_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        metrics_path.write_text("")
+    (out / "config.json").write_text(json.dumps({**asdict(cfg), "device": device, "data_source": source,
+                                                 "num_train_items": len(items)}, indent=1))
+
+    if eval_items and start == 0:
+        _append_row(metrics_path, {"step": 0, "elapsed_s": 0.0, **_evaluate(model, tokenizer, eval_items, cfg)})
+
+    bar = None
+    if cfg.progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=cfg.max_steps, initial=start, desc=f"{cfg.method} n={cfg.n} m={cfg.m}", unit="step")
+
+    def on_term(signum, frame):  # treat SIGTERM like Ctrl-C: checkpoint, then stop
+        raise KeyboardInterrupt
+    old_handler = signal.signal(signal.SIGTERM, on_term) if hasattr(signal, "SIGTERM") else None
+    step, last_saved = start, start
+    try:
+        while step < cfg.max_steps and not (cfg.budget_s and elapsed >= cfg.budget_s):
+            row = run_step(model, tokenizer, optimizer, cfg, items, step + 1)
+            step += 1
+            elapsed += row["step_s"]
+            skipped_total += row["skipped"]
+            row.update(elapsed_s=elapsed, nonfinite_skips=skipped_total, peak_mem_mb=peak_mem_mb(device))
+            final = step >= cfg.max_steps or (cfg.budget_s and elapsed >= cfg.budget_s)
+            if eval_items and (step % cfg.eval_every == 0 or final):
+                row.update(_evaluate(model, tokenizer, eval_items, cfg))
+            _append_row(metrics_path, row)
+            if step % cfg.save_every == 0 or final:
+                save_checkpoint(out, model, optimizer, {"step": step, "elapsed_s": elapsed,
+                                                        "nonfinite_skips": skipped_total})
+                last_saved = step
+            if bar is not None:
+                bar.update(1)
+                post = {"reward": f"{row['reward_mean']:.3f}", "acc": f"{row['correct_frac']:.2f}"}
+                if "eval_accuracy" in row:
+                    post["eval"] = f"{row['eval_accuracy']:.3f}"
+                bar.set_postfix(post)
+    except KeyboardInterrupt:
+        if step > last_saved:
+            save_checkpoint(out, model, optimizer, {"step": step, "elapsed_s": elapsed, "nonfinite_skips": skipped_total})
+        print(f"\nminipods.train: interrupted after step {step}; checkpoint saved. Continue with --resume.",
+              file=sys.stderr)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+        if old_handler is not None:
+            signal.signal(signal.SIGTERM, old_handler)
+    model.save_pretrained(out / "adapter")
+    return out
+
+
+def run_step(model, tok, optimizer, cfg: TrainConfig, items: list[dict], step: int) -> dict:
+    """One PODS step: rollouts -> rewards -> down-sample -> GRPO update. Returns the metrics row."""
+    t0 = time.perf_counter()
+    batch = step_items(items, step, cfg.prompts_per_step, cfg.seed)
+    prompts = [build_prompt(tok, it["question"]) for it in batch]
+    ro = generate_rollouts(model, tok, prompts, cfg.n, max_new_tokens=cfg.max_new_tokens,
+                           temperature=cfg.temperature, top_p=cfg.top_p, batch_size=cfg.gen_batch_size,
+                           max_prompt_tokens=cfg.max_prompt_tokens)
+    golds = [it["gold"] for it in batch for _ in range(cfg.n)]
+    sc = score_completions(ro.texts, golds)
+    rewards = torch.tensor(sc["reward"])  # (P*n,)
+    kept = select_kept(rewards, cfg.n, cfg.m, cfg.rule, cfg.seed, step)
+    flat = [g * cfg.n + i for g, ks in enumerate(kept) for i in ks]  # (P*m,) rows into ro
+    kept_batch = ro.select(flat)
+    if cfg.adv_norm == "kept":
+        adv = group_advantages(rewards[flat], kept_batch.group)
+    else:
+        adv = group_advantages(rewards, ro.group)[flat]
+    t1 = time.perf_counter()
+    upd = grpo_update(model, optimizer, kept_batch, adv, micro_batch_size=cfg.micro_batch_size,
+                      clip_eps=cfg.clip_eps, beta=cfg.beta, temperature=cfg.temperature,
+                      max_grad_norm=cfg.max_grad_norm or None, update_epochs=cfg.update_epochs,
+                      chunk_tokens=cfg.logprob_chunk)
+    t2 = time.perf_counter()
+    r_groups = rewards.view(-1, cfg.n)
+    kept_r = rewards[flat]
+    full_format = FORMAT_TAG_REWARD * len(FORMAT_TAGS) - 1e-9
+    return {
+        "step": step, "rollout_s": t1 - t0, "update_s": t2 - t1, "step_s": t2 - t0,
+        "reward_mean": float(rewards.mean()), "reward_std": float(rewards.std(unbiased=False)),
+        "kept_reward_mean": float(kept_r.mean()), "kept_reward_std": float(kept_r.std(unbiased=False)),
+        "correct_frac": float(np.mean(sc["correct"])), "format_frac": float(np.mean([f >= full_format for f in sc["format"]])),
+        "format_reward_mean": float(np.mean(sc["format"])),
+        "zero_std_frac": float((r_groups.max(1).values == r_groups.min(1).values).float().mean()),
+        "tokens": ro.num_tokens, "tokens_per_s": ro.tokens_per_s,
+        "completion_len_mean": ro.num_tokens / len(ro), "update_tokens": int(kept_batch.completion_mask.sum()),
+        "loss": upd["loss"], "grad_norm": upd["grad_norm"], "kl": upd["kl"], "clip_frac": upd["clip_frac"],
+        "skipped": upd["skipped"], "lr": optimizer.param_groups[0]["lr"], "kept_idx": kept,
+    }
+
+
+# ---------------------------------------------------------------- CLI
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m minipods.train", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--small", action="store_true", help="CPU-sized preset (= --preset small)")
+    p.add_argument("--preset", choices=sorted(PRESETS), default=None, help="named settings; explicit flags override")
+    for f in dataclasses.fields(TrainConfig):
+        flag = "--" + f.name.replace("_", "-")
+        if f.type in (bool, "bool"):
+            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=f.metadata["help"])
+        else:
+            typ = {"int": int, "float": float, "str": str}.get(str(f.type).split(" |")[0], str)
+            p.add_argument(flag, type=typ, default=None, help=f.metadata["help"] + f" (default: {f.default})")
+    return p
+
+
+def config_from_args(argv=None) -> TrainConfig:
+    args = build_parser().parse_args(argv)
+    preset = args.preset or ("small" if args.small else None)
+    if args.small and args.preset and args.preset != "small":
+        raise ValueError(f"--small conflicts with --preset {args.preset}")
+    overrides = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)}
+    cfg = make_config(preset, **overrides)
+    validate(cfg)
+    return cfg
+
+
+def main(argv=None) -> int:
+    try:
+        cfg = config_from_args(argv)
+        if cfg.model != DEFAULT_MODEL:
+            from minipods.model import resolve_model
+            resolve_model(cfg.model)  # a missing path fails here, before any work
+    except (ValueError, ModelNotFoundError) as e:
+        print(f"minipods.train: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        out = train(cfg)
+    except KeyboardInterrupt:
+        return 130
+    except ValueError as e:  # e.g. an existing run without --resume
+        print(f"minipods.train: error: {e}", file=sys.stderr)
+        return 2
+    print(f"done: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
