@@ -41,7 +41,8 @@ def group_advantages(rewards: torch.Tensor, group: torch.Tensor, eps: float = 1e
         sel = group == g
         r = rewards[sel]
         std = r.std() if r.numel() > 1 else torch.tensor(0.0)
-        adv[sel] = (r - r.mean()) / (std + eps)
+        if std > 0:  # equal rewards: keep the zeros (exact, and no 0/0 when eps = 0)
+            adv[sel] = (r - r.mean()) / (std + eps)
     return adv
 
 

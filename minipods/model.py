@@ -208,8 +208,7 @@ def generation_mode(model):
     gc = getattr(base, "is_gradient_checkpointing", False)
     if gc:
         base.gradient_checkpointing_disable()
-    if not is_4bit(model):
-        model.eval()
+    model.train(is_4bit(model))  # see above: 4-bit stays in train mode (from_pretrained leaves eval mode)
     try:
         yield model
     finally:

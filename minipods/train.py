@@ -121,8 +121,9 @@ def make_config(preset: str | None = None, **overrides) -> TrainConfig:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
     explicit = {k: v for k, v in overrides.items() if v is not None}
     values.update(explicit)
-    if values.get("method") == "grpo":
-        # vanilla GRPO updates on every rollout: n = m. An explicit --n wins, else the preset's m.
+    if values.get("method") == "grpo" and not ("n" in explicit and "m" in explicit):
+        # vanilla GRPO updates on every rollout: n = m, from an explicit --n or --m, else the
+        # preset's m (the paper compares GRPO n=m=16 with PODS n=64, m=16). Both given: validate.
         k = explicit.get("n", explicit.get("m", values.get("m", TrainConfig.m)))
         values["n"] = values["m"] = k
     return TrainConfig(**values)

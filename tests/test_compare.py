@@ -1,0 +1,247 @@
+"""minipods.compare / minipods.plots: arms, resume, figures and the summary (tiny model, synthetic data)."""
+
+import csv
+import json
+import math
+import os
+
+import pytest
+
+from minipods import compare, plots
+from minipods import train as train_mod
+from minipods.model import tiny_policy
+
+TINY = dict(data="synthetic", n=4, m=2, prompts_per_step=2, max_new_tokens=6, max_prompt_tokens=48, max_steps=3,
+            eval_every=2, eval_limit=4, eval_max_new_tokens=6, eval_batch_size=8, save_every=1, device="cpu",
+            progress=False)
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+class Factory:
+    """model_factory for run_comparison: a fresh tiny model per arm, remembering the calls."""
+
+    def __init__(self):
+        self.calls, self.models = [], []
+
+    def __call__(self, cfg):
+        self.calls.append(os.path.basename(cfg.output_dir))
+        model, tok = tiny_policy(seed=0)
+        self.models.append(model)
+        return model, tok
+
+
+def _csv(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def _num(s):
+    return None if s == "" else float(s)
+
+
+@pytest.fixture(scope="module")
+def cmp_dir(tmp_path_factory):
+    """A two-arm comparison whose PODS arm is interrupted at step 2, then resumed by a re-run."""
+    out = tmp_path_factory.mktemp("cmp")
+    first, second = Factory(), Factory()
+    real_step = train_mod.run_step
+    state = {"raised": False}
+
+    def flaky_step(model, tok, optimizer, cfg, items, step):
+        if cfg.method == "pods" and step == 2 and not state["raised"]:
+            state["raised"] = True
+            raise KeyboardInterrupt  # like Ctrl-C in the middle of the PODS arm
+        return real_step(model, tok, optimizer, cfg, items, step)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(train_mod, "run_step", flaky_step)
+        with pytest.raises(KeyboardInterrupt):
+            compare.run_comparison(out, model_factory=first, log=lambda *a: None, **TINY)
+    assert first.calls == ["grpo", "pods_max_variance"]
+    assert (out / "grpo" / compare.DONE).is_file()
+    assert not (out / "pods_max_variance" / compare.DONE).exists()
+    assert json.loads((out / "pods_max_variance" / "checkpoint" / "state.json").read_text())["step"] == 1
+    grpo_metrics = (out / "grpo" / "metrics.jsonl").read_bytes()
+
+    compare.run_comparison(out, model_factory=second, log=lambda *a: None, **TINY)
+    assert second.calls == ["pods_max_variance"], "the finished arm must not run again"
+    assert (out / "grpo" / "metrics.jsonl").read_bytes() == grpo_metrics
+    return out
+
+
+def test_arms_get_their_own_settings_and_models(cmp_dir, tmp_path):
+    g = plots.read_config(cmp_dir / "grpo")
+    p = plots.read_config(cmp_dir / "pods_max_variance")
+    assert (g["method"], g["n"], g["m"]) == ("grpo", 2, 2)  # GRPO: n = m = the shared m
+    assert (p["method"], p["rule"], p["n"], p["m"]) == ("pods", "max_variance", 4, 2)
+    for k in ("seed", "prompts_per_step", "max_steps", "lr", "data", "eval_limit"):
+        assert g[k] == p[k], k  # same seed (hence data order), budget and evaluation
+    meta = json.loads((cmp_dir / "comparison.json").read_text())
+    assert meta["arms"] == ["grpo", "pods_max_variance"] and meta["baseline"] == "grpo"
+    f = Factory()
+    compare.run_comparison(tmp_path, model_factory=f, log=lambda *a: None, **{**TINY, "max_steps": 1,
+                                                                                       "eval_every": 0})
+    assert f.calls == ["grpo", "pods_max_variance"] and f.models[0] is not f.models[1]
+
+
+def test_resumed_arm_has_every_step_once(cmp_dir):
+    for arm in ("grpo", "pods_max_variance"):
+        rows = train_mod.read_metrics(cmp_dir / arm / "metrics.jsonl")
+        assert [r["step"] for r in rows] == [0, 1, 2, 3]
+        assert [r["step"] for r in rows if "eval_accuracy" in r] == [0, 2, 3]  # eval_every=2 and the last step
+        el = [r["elapsed_s"] for r in rows]
+        assert el == sorted(el) and el[-1] > 0
+        assert json.loads((cmp_dir / arm / compare.DONE).read_text())["step"] == 3
+        assert (cmp_dir / arm / "adapter" / "adapter_config.json").is_file()
+
+
+def test_figures_and_summary_match_the_metrics(cmp_dir):
+    for name in plots.FIGURES:
+        data = (cmp_dir / name).read_bytes()
+        assert data.startswith(PNG_MAGIC) and len(data) > 5000, name
+    runs = {a: train_mod.read_metrics(cmp_dir / a / "metrics.jsonl") for a in ("grpo", "pods_max_variance")}
+    want = plots.summarize(runs)
+    got = _csv(cmp_dir / "summary.csv")
+    assert [r["arm"] for r in got] == ["grpo", "pods_max_variance"]
+    for w, g in zip(want, got):
+        tr = [r for r in runs[w["arm"]] if "step_s" in r]
+        assert w["mean_step_s"] == pytest.approx(sum(r["step_s"] for r in tr) / 3)
+        assert w["peak_accuracy"] == max(r["eval_accuracy"] for r in runs[w["arm"]] if "eval_accuracy" in r)
+        for k in ("peak_accuracy", "mean_step_s", "mean_rollout_s", "mean_update_s", "zero_std_frac", "train_s",
+                  "time_to_target_s", "speedup"):
+            assert _num(g[k]) == (pytest.approx(w[k]) if w[k] is not None else None), k
+        assert int(g["steps"]) == 3
+    assert got[0]["rule"] == "" and got[1]["rule"] == "max_variance"
+    md = (cmp_dir / "summary.md").read_text()
+    assert "| grpo | 2 | 2 | 3 |" in md and "| pods_max_variance | 4 | 2 | 3 |" in md
+
+
+def test_rerun_does_not_retrain_finished_arms(cmp_dir):
+    stamps = {a: (cmp_dir / a / "metrics.jsonl").stat().st_mtime_ns for a in ("grpo", "pods_max_variance")}
+    f, logs = Factory(), []
+    compare.run_comparison(cmp_dir, model_factory=f, log=logs.append, **TINY)
+    assert f.calls == []
+    assert sum("skipped" in line for line in logs) == 2
+    assert {a: (cmp_dir / a / "metrics.jsonl").stat().st_mtime_ns for a in stamps} == stamps
+
+
+def test_rerun_with_other_settings_is_refused(cmp_dir):
+    with pytest.raises(ValueError, match="different settings.*lr"):
+        compare.run_comparison(cmp_dir, model_factory=Factory(), log=lambda *a: None, **{**TINY, "lr": 1e-3})
+
+
+def test_plots_cli_redraws_from_saved_runs(cmp_dir, tmp_path, capsys):
+    before = (cmp_dir / "summary.csv").read_text()
+    for name in plots.FIGURES + ("summary.csv", "summary.md"):
+        (cmp_dir / name).unlink()
+    assert plots.main([str(cmp_dir)]) == 0
+    for name in plots.FIGURES:
+        assert (cmp_dir / name).read_bytes().startswith(PNG_MAGIC)
+    assert (cmp_dir / "summary.csv").read_text() == before
+    # individual run folders, written elsewhere; the grpo run is found as the baseline
+    assert plots.main([str(cmp_dir / "pods_max_variance"), str(cmp_dir / "grpo"), "--out", str(tmp_path)]) == 0
+    assert {r["arm"] for r in _csv(tmp_path / "summary.csv")} == {"grpo", "pods_max_variance"}
+    assert all((tmp_path / n).is_file() for n in plots.FIGURES)
+    assert plots.main([str(tmp_path / "nothing")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+# ---------------------------------------------------------------- summarize() on hand-made metrics
+def _run(evals, steps):
+    """metrics rows: evals = [(elapsed_s, acc)], steps = [(step, elapsed_s, rollout_s, update_s, zero_std)]."""
+    rows = [{"step": s, "elapsed_s": e, "rollout_s": r, "update_s": u, "step_s": r + u, "zero_std_frac": z,
+             "reward_mean": 0.5, "kept_reward_mean": 0.6, "peak_mem_mb": 100.0 + s} for s, e, r, u, z in steps]
+    for t, acc in evals:
+        row = next((r for r in rows if r["elapsed_s"] == t), None)
+        if row is None:
+            rows.insert(0, row := {"step": 0, "elapsed_s": t})
+        row.update(eval_accuracy=acc, eval_n=100)
+    return rows
+
+
+HAND = {
+    "grpo": _run([(0, 0.2), (10, 0.4), (20, 0.5), (30, 0.48)],
+                 [(1, 10, 4, 6, 0.5), (2, 20, 4, 6, 0.25), (3, 30, 4, 6, 0.0)]),
+    "pods_max_variance": _run([(0, 0.2), (5, 0.45), (10, 0.5), (15, 0.52)],
+                              [(1, 5, 4, 1, 0.0), (2, 10, 4, 1, 0.0), (3, 15, 4, 1, 0.0)]),
+    "pods_random": _run([(0, 0.2), (12, 0.3), (24, 0.49)], [(1, 12, 8, 4, 1.0), (2, 24, 8, 4, 0.0)]),
+}
+
+
+def test_summarize_known_answer(tmp_path):
+    s = {r["arm"]: r for r in plots.summarize(HAND)}
+    g, p, r = s["grpo"], s["pods_max_variance"], s["pods_random"]
+    assert g["target_accuracy"] == pytest.approx(0.495)  # 99% of GRPO's peak 0.5
+    assert (g["peak_accuracy"], g["peak_time_s"], g["time_to_target_s"], g["speedup"]) == (0.5, 20, 20, 1.0)
+    assert (p["peak_accuracy"], p["time_to_target_s"], p["speedup"]) == (0.52, 10, 2.0)  # the paper's ~2x
+    assert (r["time_to_target_s"], r["speedup"]) == (None, None)  # 0.49 < 0.495: never reached
+    assert g["mean_step_s"] == 10 and g["mean_rollout_s"] == 4 and g["mean_update_s"] == 6
+    assert g["zero_std_frac"] == pytest.approx(0.25) and r["zero_std_frac"] == 0.5
+    assert (g["steps"], g["train_s"], g["final_accuracy"], g["peak_mem_mb"]) == (3, 30, 0.48, 103.0)
+    md, _ = plots.write_summary(list(s.values()), tmp_path, {"grpo": {"method": "grpo", "n": 4, "m": 4}})
+    text = md.read_text()
+    assert "2.00x" in text and "not reached" in text and "0.495" in text
+
+
+def test_summarize_edge_cases():
+    # no baseline arm, or a baseline that never scores: no target, no speedup (rather than 0/0)
+    s = plots.summarize({"pods_max_variance": HAND["pods_max_variance"]})
+    assert s[0]["target_accuracy"] is None and s[0]["speedup"] is None and s[0]["peak_accuracy"] == 0.52
+    zero = _run([(0, 0.0), (10, 0.0)], [(1, 10, 1, 1, 1.0)])
+    s = plots.summarize({"grpo": zero, "pods": HAND["pods_random"]})
+    assert all(r["target_accuracy"] is None and r["time_to_target_s"] is None for r in s)
+    # an arm without evaluations
+    s = plots.summarize({"grpo": HAND["grpo"], "x": [{"step": 1, "elapsed_s": 3, "step_s": 3}]})
+    assert s[1]["peak_accuracy"] is None and s[1]["time_to_target_s"] is None and s[1]["mean_step_s"] == 3
+
+
+def test_sweep_points_and_figure(tmp_path):
+    runs = {"pods_n4": _run([(0, 0.2), (10, 0.3), (20, 0.35)], [(1, 10, 1, 1, 0), (2, 20, 1, 1, 0)]),
+            "pods_n8": _run([(0, 0.2), (12, 0.45), (24, 0.5)], [(1, 12, 1, 1, 0), (2, 24, 1, 1, 0)]),
+            "pods_n16": _run([(0, 0.2), (18, 0.4), (36, 0.6)], [(1, 18, 1, 1, 0), (2, 36, 1, 1, 0)])}
+    cfgs = {"pods_n4": {"n": 4, "m": 2}, "pods_n8": {"n": 8, "m": 2}, "pods_n16": {"n": 16, "m": 2}}
+    pts, at = plots.sweep_points(runs, cfgs)  # common horizon: min of the last evaluations = 20 s
+    assert at == 20 and pts == [(4, 0.35), (8, 0.45), (16, 0.4)]  # single-peaked in n
+    pts, at = plots.sweep_points(runs, cfgs, at_s=math.inf)  # a budget run: each arm's final evaluation
+    assert pts == [(4, 0.35), (8, 0.5), (16, 0.6)]
+    for a, rows in runs.items():
+        (tmp_path / a).mkdir()
+        (tmp_path / a / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (tmp_path / a / "config.json").write_text(json.dumps({**cfgs[a], "method": "pods"}))
+    (tmp_path / plots.COMPARISON_FILE).write_text(json.dumps(
+        {"arms": list(runs), "sweep": {"param": "n", "values": [4, 8, 16], "arms": list(runs)}}))
+    assert plots.main([str(tmp_path)]) == 0
+    assert (tmp_path / plots.SWEEP_FIGURE).read_bytes().startswith(PNG_MAGIC)
+    assert [r["arm"] for r in _csv(tmp_path / "summary.csv")] == ["pods_n4", "pods_n8", "pods_n16"]
+
+
+# ---------------------------------------------------------------- arm configs and the CLI
+def test_arm_configs_presets_and_overrides():
+    c = compare.arm_configs(preset="small")
+    assert (c["grpo"].n, c["grpo"].m, c["pods_max_variance"].n, c["pods_max_variance"].m) == (4, 4, 8, 4)
+    assert c["grpo"].eval_every == compare.SMALL_EVAL_EVERY and c["grpo"].max_steps == 16
+    c = compare.arm_configs(preset="paper")
+    assert (c["grpo"].n, c["grpo"].m, c["pods_max_variance"].n, c["pods_max_variance"].m) == (16, 16, 64, 16)
+    c = compare.arm_configs(["grpo", "pods_random", "pods_max_reward"], preset="small", n=16, m=8, budget_s=60)
+    assert (c["grpo"].n, c["pods_random"].n, c["pods_random"].m) == (8, 16, 8)
+    assert c["pods_random"].rule == "random" and c["pods_max_reward"].rule == "max_reward"
+    assert c["grpo"].budget_s == 60 and c["grpo"].max_steps == compare.UNBOUNDED_STEPS  # the budget binds
+    c = compare.arm_configs([], preset="small", sweep=compare.parse_sweep("n=16,8,32"))
+    assert [(k, v.n, v.m, v.rule) for k, v in c.items()] == [
+        ("pods_n8", 8, 4, "max_variance"), ("pods_n16", 16, 4, "max_variance"), ("pods_n32", 32, 4, "max_variance")]
+    assert {v.seed for v in c.values()} == {0}
+
+
+@pytest.mark.parametrize("argv", [["--arms", "grpo,bogus"], ["--sweep", "k=1,2"], ["--sweep", "n=a"],
+                                  ["--small", "--sweep", "n=2,8"],  # n=2 < m=4
+                                  ["--n", "2", "--m", "4"], ["--small", "--preset", "paper"], ["--lr", "x"],
+                                  ["--arms", ""], ["--model", "/no/such/model"]])
+def test_compare_cli_bad_args_exit_2(argv, capsys, tmp_path):
+    try:
+        rc = compare.main(argv + ["--output-dir", str(tmp_path / "c")])
+    except SystemExit as e:
+        rc = e.code
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "error" in err
+    assert not (tmp_path / "c").exists()

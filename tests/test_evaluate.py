@@ -1,0 +1,112 @@
+"""minipods.evaluate: evaluate_items on the tiny model, the aggregation, and the CLI."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from minipods import evaluate as ev
+from minipods.data import synthetic_problems
+from minipods.model import tiny_policy
+
+ITEMS = synthetic_problems(3, seed=1)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return tiny_policy(seed=0, lora=False)
+
+
+def test_evaluate_items_rows_are_consistent(tiny):
+    model, tok = tiny
+    res = ev.evaluate_items(model, tok, ITEMS, max_new_tokens=5, batch_size=2)
+    assert res["n"] == 3 and res["samples"] == 1 and len(res["rows"]) == 3
+    assert [r["question"] for r in res["rows"]] == [it["question"] for it in ITEMS]
+    assert [r["gold"] for r in res["rows"]] == [it["gold"] for it in ITEMS]
+    assert all(len(r["completions"]) == len(r["extracted"]) == 1 for r in res["rows"])
+    assert res["accuracy"] == pytest.approx(sum(r["correct"] for r in res["rows"]) / 3)
+    lo, hi = res["ci95"]
+    assert lo <= res["accuracy"] <= hi and 0 <= res["format_rate"] <= 1
+    again = ev.evaluate_items(model, tok, ITEMS, max_new_tokens=5, batch_size=3)  # greedy: deterministic
+    assert [r["completions"] for r in again["rows"]] == [r["completions"] for r in res["rows"]]
+    torch.manual_seed(0)
+    res = ev.evaluate_items(model, tok, ITEMS, max_new_tokens=5, batch_size=4, samples=2, temperature=0.9)
+    assert res["samples"] == 2 and all(len(r["completions"]) == 2 for r in res["rows"])
+    assert res["accuracy"] == pytest.approx(sum(r["correct"] for r in res["rows"]) / 3)
+    with pytest.raises(ValueError, match="greedy"):
+        ev.evaluate_items(model, tok, ITEMS, samples=2)
+
+
+def test_evaluate_items_known_answer(tiny, monkeypatch):
+    """Completions fixed by hand: q0 right in 1 of 2 samples, q1 right in both, q2 never; 1 well-formatted."""
+    model, tok = tiny
+    good = "<reasoning>\nok\n</reasoning>\n<answer>\n{}\n</answer>"
+    texts = [good.format(ITEMS[0]["gold"]), "no idea", f"it is {ITEMS[1]['gold']}", f"#### {ITEMS[1]['gold']}",
+             "<answer>-99999</answer>", ""]
+
+    class FakeRollouts:
+        seconds, num_tokens = 1.0, 10
+
+    def fake_generate(model, tokenizer, prompts, n, **kw):
+        assert len(prompts) == 3 and n == 2
+        r = FakeRollouts()
+        r.texts = texts
+        return r
+
+    monkeypatch.setattr(ev, "generate_rollouts", fake_generate)
+    res = ev.evaluate_items(model, tok, ITEMS, samples=2, temperature=0.9)
+    assert [r["correct"] for r in res["rows"]] == [0.5, 1.0, 0.0]
+    assert res["accuracy"] == pytest.approx(0.5)
+    assert res["format_rate"] == pytest.approx(1 / 6)
+    assert res["rows"][1]["extracted"] == [ITEMS[1]["gold"]] * 2 and res["rows"][2]["extracted"] == ["-99999", None]
+    assert res["ci95"] == pytest.approx(ev.wilson_interval(1.5, 3))
+
+
+def _rc(argv):
+    try:
+        return ev.main(argv)
+    except SystemExit as e:
+        return e.code
+
+
+@pytest.mark.parametrize("argv", [["--limit", "-1"], ["--samples", "0"], ["--samples", "2", "--temperature", "0"],
+                                  ["--temperature", "-1"], ["--data", "bogus"], ["--max-new-tokens", "0"],
+                                  ["--adapter", "/no/such/adapter"], ["--model", "/no/such/model"],
+                                  ["--quantize", "8bit"], ["--bogus"], ["--limit", "x"]])
+def test_cli_bad_args_exit_2(argv, capsys):
+    assert _rc(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "error" in err
+
+
+def test_cli_bad_args_subprocess():
+    p = subprocess.run([sys.executable, "-m", "minipods.evaluate", "--samples", "0"], capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.strip().count("\n") == 0 and "--samples" in p.stderr
+
+
+def test_cli_with_saved_model_and_adapter(tmp_path, capsys):
+    base, tok = tiny_policy(seed=0, lora=False)
+    base.save_pretrained(tmp_path / "base")
+    tok.save_pretrained(tmp_path / "base")
+    policy, _ = tiny_policy(seed=0)
+    run = tmp_path / "run"
+    policy.save_pretrained(run / "adapter")
+    (run / "config.json").write_text(json.dumps({"method": "pods", "model": str(tmp_path / "base")}))
+    out = tmp_path / "eval.jsonl"
+    common = ["--data", "synthetic", "--limit", "3", "--max-new-tokens", "4", "--no-progress", "--device", "cpu"]
+    # a run folder as --adapter: its adapter/ and, without --model, the run's model
+    assert ev.main(["--adapter", str(run), "--output", str(out)] + common) == 0
+    text = capsys.readouterr().out
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 3 and [r["index"] for r in rows] == [0, 1, 2]
+    assert set(rows[0]) >= {"question", "gold", "completions", "extracted", "correct"}
+    acc = sum(r["correct"] for r in rows) / 3
+    assert f"accuracy: {acc:.4f}" in text and "95% CI" in text and "format rate:" in text
+    assert f"model: {tmp_path / 'base'} + adapter {run / 'adapter'}" in text
+    # the bare model, sampled (the paper's protocol: T=0.9 by default with --samples > 1)
+    assert ev.main(["--model", str(tmp_path / "base"), "--samples", "2", "--output", str(out)] + common) == 0
+    text = capsys.readouterr().out
+    assert "T=0.9, 2 sample(s)" in text
+    assert all(len(json.loads(line)["completions"]) == 2 for line in out.read_text().splitlines())
