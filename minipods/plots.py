@@ -30,6 +30,7 @@ TARGET_FRAC = 0.99  # paper: time to reach 99% of GRPO's peak test accuracy
 COMPARISON_FILE = "comparison.json"  # written by minipods.compare: arm order, baseline, sweep
 FIGURES = ("accuracy_vs_time.png", "reward_vs_step.png", "time_breakdown.png")
 SWEEP_FIGURE = "sweep_accuracy_vs_n.png"
+MAX_BANDS = 3  # draw 95% confidence bands on the accuracy curves only up to this many arms
 
 
 # ---------------------------------------------------------------- reading runs
@@ -306,6 +307,8 @@ def plot_accuracy_vs_time(runs: dict[str, list[dict]], path: str | Path,
     fig, ax = _figure()
     colors = _colors(runs)
     any_points = False
+    bands = sum(bool(eval_points(r)) for r in runs.values()) <= MAX_BANDS  # more arms: bands would hide lines
+    top = 0.0
     for name, rows in runs.items():
         pts = eval_points(rows)
         if not pts:
@@ -315,7 +318,8 @@ def plot_accuracy_vs_time(runs: dict[str, list[dict]], path: str | Path,
         ys = [100 * p[1] for p in pts]
         band = [_wilson(p[1], p[2]) for p in pts]
         ax.plot(xs, ys, marker="o", ms=4, color=colors[name], label=arm_label(name, configs.get(name)))
-        if len(pts) > 1:
+        top = max([top] + ys + ([100 * b[1] for b in band] if bands else []))
+        if bands and len(pts) > 1:
             ax.fill_between(xs, [100 * b[0] for b in band], [100 * b[1] for b in band], color=colors[name],
                             alpha=0.12, lw=0)
     summ = summarize(runs, baseline, target_frac)
@@ -326,9 +330,10 @@ def plot_accuracy_vs_time(runs: dict[str, list[dict]], path: str | Path,
     if not any_points:
         ax.text(0.5, 0.5, "no evaluation rows\n(train with --eval-every K)", ha="center", va="center",
                 transform=ax.transAxes, color="grey")
+    ax.set_ylim(0, min(100.0, max(5.0, 1.1 * top)))
     ax.set_xlabel("training wall-clock time (s, evaluation excluded)")
     ax.set_ylabel("test accuracy (%)")
-    ax.set_title("Test accuracy vs. training time (shaded: 95% CI)")
+    ax.set_title("Test accuracy vs. training time" + (" (shaded: 95% CI)" if bands and any_points else ""))
     ax.grid(alpha=0.3)
     if any_points:
         ax.legend(fontsize=8, loc="best")
@@ -403,6 +408,7 @@ def plot_sweep(points: list[tuple[int, float]], path: str | Path, at_s: float | 
     fig, ax = _figure()
     if points:
         ax.plot([p[0] for p in points], [100 * p[1] for p in points], marker="o", color="tab:purple")
+        ax.set_ylim(0, min(100.0, max(5.0, 115 * max(p[1] for p in points))))
         ax.set_xscale("log", base=2)
         ax.set_xticks([p[0] for p in points], [str(p[0]) for p in points])
     else:
