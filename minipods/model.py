@@ -100,7 +100,8 @@ def resolve_model(name_or_path: str) -> str:
 
 
 def pick_dtype(dtype: str | torch.dtype | None, device: str) -> torch.dtype:
-    """'auto': bf16 on CUDA (if supported) and on CPU (AMX/AVX512-bf16 makes it faster); else fp32."""
+    """'auto': bf16 on CUDA (fp16 where bf16 is unsupported), fp32 on CPU. (bf16 is faster on CPUs
+    with AMX / AVX512-bf16, which is why the --small preset asks for it explicitly.)"""
     if isinstance(dtype, torch.dtype):
         return dtype
     table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,

@@ -219,7 +219,7 @@ def test_sweep_points_and_figure(tmp_path):
 def test_arm_configs_presets_and_overrides():
     c = compare.arm_configs(preset="small")
     assert (c["grpo"].n, c["grpo"].m, c["pods_max_variance"].n, c["pods_max_variance"].m) == (4, 4, 8, 4)
-    assert c["grpo"].eval_every == compare.SMALL_EVAL_EVERY and c["grpo"].max_steps == 16
+    assert c["grpo"].eval_every == compare.SMALL_EVAL_EVERY and c["grpo"].max_steps == train_mod.PRESETS["small"]["max_steps"]
     c = compare.arm_configs(preset="paper")
     assert (c["grpo"].n, c["grpo"].m, c["pods_max_variance"].n, c["pods_max_variance"].m) == (16, 16, 64, 16)
     c = compare.arm_configs(["grpo", "pods_random", "pods_max_reward"], preset="small", n=16, m=8, budget_s=60)

@@ -190,7 +190,7 @@ def test_two_real_steps_with_the_default_model(tmp_path):
     """End to end: SmolLM2-135M-Instruct (offline GGUF), GSM8K if available, two PODS steps."""
     data = "gsm8k" if os.environ.get("MINIPODS_GSM8K_DIR") else "synthetic"
     cfg = T.make_config("small", data=data, n=4, m=2, prompts_per_step=1, max_new_tokens=24, max_steps=2,
-                        output_dir=str(tmp_path), progress=False, temperature=1.0)
+                        output_dir=str(tmp_path), progress=False, temperature=1.0, eval_every=0)
     T.train(cfg)
     rs = rows(tmp_path)
     assert [r["step"] for r in rs] == [1, 2]

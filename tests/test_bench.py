@@ -1,0 +1,151 @@
+"""Fast checks of minipods.bench: fits, formatting, memory meter, the parts on the tiny model, the CLI.
+No timing is asserted (the machine may be shared); only structure and numbers that must hold."""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from minipods import bench
+from minipods.bench import (
+    BenchConfig, MemoryMeter, fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, format_table, part_select, run_bench,
+)
+from minipods.model import tiny_policy
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_fit_power_law_recovers_known_exponent():
+    x = np.array([16, 256, 4096, 65536, 1_000_000], dtype=float)
+    k, c = fit_power_law(x, 3e-8 * x ** 1.5)
+    assert k == pytest.approx(1.5, abs=1e-9)
+    assert c == pytest.approx(3e-8, rel=1e-6)
+    # multiplicative noise of +-5% moves the exponent only a little
+    noise = np.array([1.05, 0.95, 1.03, 0.97, 1.0])
+    k2, _ = fit_power_law(x, 2.0 * x * noise)
+    assert k2 == pytest.approx(1.0, abs=0.02)
+
+
+def test_fit_linear_exact_line_and_errors():
+    slope, intercept, r2 = fit_linear([2, 4, 8, 16], [0.5 * m + 2 for m in (2, 4, 8, 16)])
+    assert (slope, intercept, r2) == pytest.approx((0.5, 2.0, 1.0))
+    with pytest.raises(ValueError):
+        fit_linear([1], [1])
+    with pytest.raises(ValueError):
+        fit_power_law([1, 2], [0.0, 1.0])  # log of 0
+
+
+def test_format_table_is_aligned_markdown():
+    t = format_table([["a", "bb", "c"], ["dd", "e", "fff"]], headers=("x", "y", "z"))
+    assert t.splitlines() == [
+        "| x  | y  | z   |",
+        "|----|----|-----|",
+        "| a  | bb | c   |",
+        "| dd | e  | fff |",
+    ]
+
+
+def test_number_formatting():
+    assert fmt_s(2.5) == "2.50 s"
+    assert fmt_s(0.0123) == "12.3 ms"
+    assert fmt_s(5e-6) == "5.0 µs"
+    assert fmt_s(float("nan")) == "n/a"
+    assert fmt_mb(300) == "300 MB"
+    assert fmt_mb(2048) == "2.00 GB"
+    assert fmt_x(3) == "3.00x"
+    assert fmt_x(float("nan")) == "n/a"
+    assert math.isnan(bench.ratio(1.0, 0.0))
+    assert bench.ratio(6.0, 2.0) == 3.0
+
+
+def test_memory_meter_sees_an_allocation():
+    with MemoryMeter("cpu") as mm:
+        x = torch.ones(64 * 2**20)  # 256 MB of float32, every page touched
+    assert x[-1] == 1
+    assert mm.delta_mb >= 200
+    assert mm.peak_mb >= mm.base_mb + 200
+
+
+def test_part_select_small_n():
+    r = part_select([16, 256, 4096], seed=0, quick=True)
+    assert r["sizes"] == [16, 256, 4096]
+    assert r["m"] == [4, 64, 1024]  # m = n / 4
+    assert len(r["seconds"]) == 3 and all(s > 0 for s in r["seconds"])
+    assert math.isfinite(r["exponent"])
+    assert math.isnan(r["exponent_large_n"])  # only one point with n >= 1024
+    rows = bench.rows_select(r)
+    assert rows[0][:2] == ["select", "max_variance n=16, m=4"]
+    assert rows[-1][1] == "growth exponent (log-log slope), all n"
+
+
+def test_parts_on_the_tiny_model():
+    model, tok = tiny_policy(seed=0)
+    cfg = BenchConfig(n=4, max_new_tokens=6, m_values=[2, 4], repeats=1, logprob_batch=4, select_sizes=[16, 64],
+                      quick=True, threads=1)
+    out = run_bench(cfg, ["rollout", "update", "logprob", "select"], model=model, tokenizer=tok, log=lambda s: None)
+    ro = out["parts"]["rollout"]
+    assert 0 < ro["batched"]["tokens"] <= 4 * 6 and 0 < ro["sequential"]["tokens"] <= 4 * 6
+    assert ro["ratio"] == pytest.approx(ro["batched"]["tokens_per_s"] / ro["sequential"]["tokens_per_s"])
+    up = out["parts"]["update"]
+    assert [p["m"] for p in up["points"]] == [2, 4]
+    assert all(p["seconds"] > 0 and p["tokens"] > 0 for p in up["points"])
+    assert math.isfinite(up["slope_s_per_rollout"])
+    lp = out["parts"]["logprob"]
+    assert lp["batch_size"] == 4 and lp["vocab"] == len(tok)
+    assert lp["max_abs_diff"] < 1e-4  # chunked and naive log-probs agree, with and without checkpointing
+    assert set(lp["runs"]) == {"plain", "grad_ckpt"}
+    assert all(x["chunked"]["peak_mb"] == x["chunked"]["peak_mb"] for x in lp["runs"].values())  # not NaN
+    assert not model.get_base_model().is_gradient_checkpointing  # switched back off
+    assert set(out["parts"]) == {"rollout", "update", "logprob", "select"}
+    parts_in_table = {line.split("|")[1].strip() for line in out["table"].splitlines()[2:]}
+    assert parts_in_table == {"rollout", "update", "logprob", "select"}
+    assert any(n.startswith("update:") for n in out["notes"])
+
+
+def test_trl_part_skips_without_trl(monkeypatch):
+    monkeypatch.setattr(bench, "trl_available", lambda: False)
+    r = bench.part_trl(BenchConfig(), "cpu")
+    assert r == {"skipped": "skipped (pip install -r requirements-bench.txt)"}
+    assert bench.rows_trl(r) == [["trl", "minipods vs trl.GRPOTrainer", "skipped (pip install -r requirements-bench.txt)"]]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU skip message")
+def test_cuda_part_skips_on_cpu():
+    r = bench.part_cuda(BenchConfig())
+    assert r["skipped"].startswith("skipped (no CUDA GPU")
+    assert bench.rows_cuda(r)[0][2] == r["skipped"]
+
+
+def test_config_quick_and_overrides():
+    p = bench.build_parser()
+    cfg = bench.config_from_args(p.parse_args(["--quick"]))
+    assert (cfg.threads, cfg.max_new_tokens, cfg.repeats, cfg.m_values) == (1, 64, 1, [2, 4, 8, 16])
+    assert cfg.select_sizes[0] == 16 and cfg.select_sizes[-1] == 1_000_000
+    cfg = bench.config_from_args(p.parse_args(["--quick", "--threads", "2", "--m-values", "2,4", "--n", "8"]))
+    assert (cfg.threads, cfg.m_values, cfg.n) == (2, [2, 4], 8)
+
+
+def test_unknown_part_is_an_error(capsys):
+    assert bench.main(["--parts", "select,nope"]) == 2
+    assert "unknown part" in capsys.readouterr().err
+
+
+def test_cli_select_quick_writes_bench_json(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, "-m", "minipods.bench", "--parts", "select", "--quick", "--output", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "| part" in proc.stdout and "growth exponent" in proc.stdout
+    data = json.loads(out.read_text())
+    assert set(data) == {"meta", "parts", "table", "rows", "notes"}
+    assert data["meta"]["parts"] == ["select"] and data["meta"]["threads"] == 1
+    sel = data["parts"]["select"]
+    assert {"sizes", "m", "seconds", "exponent", "exponent_large_n", "part_s"} <= set(sel)
+    assert sel["sizes"] == [16, 256, 4096, 65536, 1_000_000]
+    assert len(sel["seconds"]) == 5 and all(s > 0 for s in sel["seconds"])
+    assert math.isfinite(sel["exponent_large_n"])
