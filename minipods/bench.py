@@ -15,10 +15,12 @@ on them is expensive and memory-bound, so generate n and update on m < n. These 
            sequences, gradient checkpointing, micro-batch 4): peak memory, s/update, "fits a 24 GB
            card", and generation tokens/s. Skipped (with a message) without CUDA.
 
-Memory: on CUDA, torch's peak allocated bytes over the measurement. On CPU, the process's resident
-set size sampled every 5 ms by a thread, minus the RSS just before the measurement (taken after
-gc + malloc_trim, so memory freed by earlier parts does not hide a new peak). The `trl` and `cuda`
-parts run in fresh subprocesses, so each framework is measured in a clean process.
+Memory: on CUDA, torch's peak allocated bytes over the measurement. On CPU, a thread samples every
+5 ms the bytes the process holds through malloc (glibc mallinfo2: heap in use + mmapped blocks, which
+is where torch's CPU tensors live) and reports the peak minus the value just before the measurement.
+Peak RSS is recorded too, but glibc keeps freed heap memory cached and fragmented, so RSS deltas were
+up to ~3x larger than the memory actually in use and varied with what ran earlier in the process.
+The `trl` and `cuda` parts run each framework in a fresh subprocess.
 
 `--quick` sizes everything for a shared 2-core CPU (a few minutes) and, unless --threads is given,
 uses 1 torch thread: with other jobs on the box, 2 OpenMP threads were ~10x slower than 1 here.
@@ -75,7 +77,7 @@ class BenchConfig:
     repeats: int = 3  # timed repeats per point (median time, max memory)
     # logprob
     logprob_batch: int = 16
-    logprob_chunk: int = 512
+    logprob_chunk: int = 512  # logprob part only (the update part uses the training default, 512)
     # select
     select_sizes: list[int] = field(default_factory=lambda: [16, 64, 256, 1024, 4096, 16384, 65536,
                                                              262144, 1_000_000])
@@ -92,8 +94,11 @@ class BenchConfig:
     cuda_gen_tokens: int = 512
 
 
-QUICK = dict(max_new_tokens=64, repeats=1, logprob_batch=4, select_sizes=[16, 256, 4096, 65536, 1_000_000],
-             trl_prompts=2, trl_n=4, trl_max_new_tokens=32, cuda_gen_n=16, cuda_gen_tokens=128)
+# quick: the logprob batch (4 x 64 tokens) spans 4 chunks of 64, as the full run's 16 x 128 spans 4 of 512
+# (and the paper's micro-batch, 4 x 512 completion tokens, 4 of 512)
+QUICK = dict(max_new_tokens=64, repeats=1, logprob_batch=4, logprob_chunk=64,
+             select_sizes=[16, 256, 4096, 65536, 1_000_000], trl_prompts=2, trl_n=4, trl_max_new_tokens=32,
+             cuda_gen_n=16, cuda_gen_tokens=128)
 
 
 # ---------------------------------------------------------------- small helpers
@@ -164,6 +169,37 @@ def _malloc_trim() -> None:
         pass
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(f, ctypes.c_size_t) for f in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                                               "uordblks", "fordblks", "keepcost")]
+
+
+def _load_mallinfo2():
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        fn = libc.mallinfo2  # glibc >= 2.33
+    except (OSError, AttributeError):
+        return None
+    fn.restype = _MallInfo2
+    return fn
+
+
+_MALLINFO2 = _load_mallinfo2()
+
+
+def malloc_live_mb() -> float | None:
+    """Bytes the process holds through malloc right now (heap in use + mmapped blocks), glibc only.
+
+    Unlike RSS this does not count freed memory that glibc keeps cached or fragmented in its heap
+    (which made RSS deltas up to ~3x too large here), and it needs no allocator setting that
+    would slow the computation down. torch's CPU tensors are allocated with malloc.
+    """
+    if _MALLINFO2 is None:
+        return None
+    m = _MALLINFO2()
+    return (m.uordblks + m.hblkhd) / 2**20
+
+
 def rss_mb() -> float:
     import psutil
     return psutil.Process().memory_info().rss / 2**20
@@ -173,46 +209,61 @@ class MemoryMeter:
     """Peak memory of the code inside `with MemoryMeter(device) as mm:`.
 
     mm.base_mb: memory at entry; mm.peak_mb: peak during; mm.delta_mb = peak - base (what the code
-    itself needed). CUDA: allocated bytes (mm.reserved_mb: peak reserved). CPU: sampled RSS.
+    itself needed). CUDA: torch's allocated bytes (mm.reserved_mb: peak reserved). CPU: a thread
+    samples every `interval_s` the bytes malloc holds (glibc; `kind` "malloc") or else the resident
+    set size (`kind` "rss"); the RSS peak is kept too (mm.rss_delta_mb).
     """
 
     def __init__(self, device: str = "cpu", interval_s: float = 0.005):
         self.device, self.interval = device, interval_s
+        self.cuda = device.startswith("cuda")
+        self.kind = "cuda" if self.cuda else ("malloc" if _MALLINFO2 is not None else "rss")
         self.base_mb = self.peak_mb = self.reserved_mb = float("nan")
+        self.rss_base_mb = self.rss_peak_mb = float("nan")
+
+    def _now(self) -> float:
+        return malloc_live_mb() if self.kind == "malloc" else rss_mb()
 
     def __enter__(self):
         gc.collect()
-        if self.device.startswith("cuda"):
+        if self.cuda:
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()
             self.base_mb = torch.cuda.memory_allocated() / 2**20
             return self
         _malloc_trim()
-        self.base_mb = self.peak_mb = rss_mb()
+        self.base_mb = self.peak_mb = self._now()
+        self.rss_base_mb = self.rss_peak_mb = rss_mb()
         self._stop = threading.Event()
 
         def sample():
             while not self._stop.wait(self.interval):
-                self.peak_mb = max(self.peak_mb, rss_mb())
+                self.peak_mb = max(self.peak_mb, self._now())
+                self.rss_peak_mb = max(self.rss_peak_mb, rss_mb())
         self._thread = threading.Thread(target=sample, daemon=True)
         self._thread.start()
         return self
 
     def __exit__(self, *exc):
-        if self.device.startswith("cuda"):
+        if self.cuda:
             torch.cuda.synchronize()
             self.peak_mb = torch.cuda.max_memory_allocated() / 2**20
             self.reserved_mb = torch.cuda.max_memory_reserved() / 2**20
         else:
             self._stop.set()
             self._thread.join()
-            self.peak_mb = max(self.peak_mb, rss_mb())
+            self.peak_mb = max(self.peak_mb, self._now())
+            self.rss_peak_mb = max(self.rss_peak_mb, rss_mb())
         return False
 
     @property
     def delta_mb(self) -> float:
         return self.peak_mb - self.base_mb
+
+    @property
+    def rss_delta_mb(self) -> float:
+        return self.rss_peak_mb - self.rss_base_mb
 
 
 def _sample_prompt(tok, seed: int = 0, k: int = 1) -> tuple[list[str], list[str]]:
@@ -277,7 +328,8 @@ def part_update(ctx: Context, cfg: BenchConfig) -> dict:
     ms = [m for m in cfg.m_values if m <= len(ro)]
     if len(ms) < 2:
         raise ValueError(f"update part needs >= 2 m values <= n={len(ro)}, got {cfg.m_values}")
-    optimizer = make_optimizer(ctx.model, make_config(), ctx.device)  # the training default optimizer
+    tcfg = make_config()  # the training defaults: optimizer, log-prob chunk
+    optimizer = make_optimizer(ctx.model, tcfg, ctx.device)
     rewards = torch.tensor([float(i % 2) for i in range(len(ro))])  # a 0/1 mix: non-zero advantages
 
     def update(m):
@@ -287,26 +339,28 @@ def part_update(ctx: Context, cfg: BenchConfig) -> dict:
         _sync(ctx.device)
         t0 = time.perf_counter()
         grpo_update(ctx.model, optimizer, batch, adv, micro_batch_size=cfg.micro_batch_size, max_grad_norm=1.0,
-                    chunk_tokens=cfg.logprob_chunk)
+                    chunk_tokens=tcfg.logprob_chunk)
         _sync(ctx.device)
         return time.perf_counter() - t0, int(batch.completion_mask.sum())
 
     update(ms[0])  # warm-up: optimizer state, lazy kernels
     points = []
     for m in ms:
-        times, peak = [], float("-inf")
+        times, peak, rss = [], float("-inf"), float("-inf")
         for _ in range(max(1, cfg.repeats)):
             with MemoryMeter(ctx.device) as mm:
                 dt, ntok = update(m)
             times.append(dt)
-            peak = max(peak, mm.delta_mb)
-        points.append({"m": m, "seconds": float(np.median(times)), "peak_mb": peak, "tokens": ntok})
+            peak, rss = max(peak, mm.delta_mb), max(rss, mm.rss_delta_mb)
+        points.append({"m": m, "seconds": float(np.median(times)), "peak_mb": peak, "rss_peak_mb": rss,
+                       "tokens": ntok})
     slope, intercept, r2 = fit_linear([p["m"] for p in points], [p["seconds"] for p in points])
     full = [p for p in points if p["m"] >= cfg.micro_batch_size]  # micro-batch full: memory should be flat
     mslope = fit_linear([p["m"] for p in full], [p["peak_mb"] for p in full])[0] if len(full) >= 2 else float("nan")
     return {"n": len(ro), "micro_batch_size": cfg.micro_batch_size, "points": points,
             "slope_s_per_rollout": slope, "intercept_s": intercept, "r2": r2, "mem_slope_mb_per_rollout": mslope,
-            "mem_range_mb_full_micro_batch": [min(p["peak_mb"] for p in full), max(p["peak_mb"] for p in full)] if full else None,
+            "mem_range_mb_full_micro_batch": [min(p["peak_mb"] for p in full), max(p["peak_mb"] for p in full)]
+            if full else None,
             "time_ratio_max_min": ratio(points[-1]["seconds"], points[0]["seconds"]),
             "m_ratio_max_min": points[-1]["m"] / points[0]["m"]}
 
@@ -315,7 +369,8 @@ def rows_update(r: dict) -> list[list[str]]:
     rows = [["update", f"m={p['m']} of n={r['n']} ({p['tokens']} compl. tok), micro-batch {r['micro_batch_size']}",
              f"{fmt_s(p['seconds'])}, peak +{fmt_mb(p['peak_mb'])}"] for p in r["points"]]
     rows.append(["update", "fit: time = a + slope * m",
-                 f"slope {r['slope_s_per_rollout']:.3f} s per kept rollout (a={r['intercept_s']:.2f} s, R²={r['r2']:.3f})"])
+                 f"slope {r['slope_s_per_rollout']:.3f} s per kept rollout "
+                 f"(a={r['intercept_s']:.2f} s, R²={r['r2']:.3f})"])
     rows.append(["update", f"time m={r['points'][-1]['m']} / m={r['points'][0]['m']}",
                  f"{fmt_x(r['time_ratio_max_min'])} (m ratio {r['m_ratio_max_min']:.0f}x)"])
     if r["mem_range_mb_full_micro_batch"]:
@@ -349,7 +404,7 @@ def part_logprob(ctx: Context, cfg: BenchConfig) -> dict:
             _sync(ctx.device)
         dt = time.perf_counter() - t0
         model.zero_grad(set_to_none=True)
-        return logp.detach().float().cpu(), {"peak_mb": mm.delta_mb, "seconds": dt}
+        return logp.detach().float().cpu(), {"peak_mb": mm.delta_mb, "rss_peak_mb": mm.rss_delta_mb, "seconds": dt}
 
     model.train()
     with torch.no_grad():  # warm-up
@@ -370,6 +425,7 @@ def part_logprob(ctx: Context, cfg: BenchConfig) -> dict:
                       "max_abs_diff": diff}
     return {"batch_size": len(b), "seq_len": b.prompt_ids.shape[1] + b.completion_ids.shape[1],
             "completion_tokens": ntok, "vocab": vocab, "chunk_tokens": cfg.logprob_chunk, "runs": runs,
+            "memory_kind": MemoryMeter(ctx.device).kind,
             "ratio": runs["plain"]["ratio"], "ratio_grad_ckpt": runs["grad_ckpt"]["ratio"],
             "max_abs_diff": max(r["max_abs_diff"] for r in runs.values())}
 
@@ -381,9 +437,8 @@ def rows_logprob(r: dict) -> list[list[str]]:
         x = r["runs"][name]
         c, n = x["chunked"], x["naive"]
         rows += [["logprob", f"{label}: chunked gather/logsumexp ({r['chunk_tokens']} tok/chunk), {what}",
-                  f"peak +{fmt_mb(c['peak_mb'])}, {fmt_s(c['seconds'])}"],
-                 ["logprob", f"{label}: naive full-vocab log_softmax, {what}",
-                  f"peak +{fmt_mb(n['peak_mb'])}, {fmt_s(n['seconds'])}"],
+                  f"peak +{fmt_mb(c['peak_mb'])}"],
+                 ["logprob", f"{label}: naive full-vocab log_softmax, {what}", f"peak +{fmt_mb(n['peak_mb'])}"],
                  ["logprob", f"{label}: naive / chunked peak memory", fmt_x(x["ratio"])]]
     rows.append(["logprob", "max abs diff, chunked vs naive log-probs", f"{r['max_abs_diff']:.2e}"])
     return rows
@@ -444,7 +499,7 @@ def _trl_settings(cfg: BenchConfig, device: str) -> dict:
     return dict(model=cfg.model, dtype=dt, device=device, threads=cfg.threads, seed=cfg.seed, prompts=cfg.trl_prompts,
                 n=cfg.trl_n, max_new_tokens=cfg.trl_max_new_tokens, micro_batch_size=cfg.micro_batch_size,
                 lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lr=5e-6, max_grad_norm=1.0, temperature=0.9,
-                max_prompt_tokens=512, top_k=50)
+                max_prompt_tokens=512, top_k=0)  # minipods samples without top-k; TRL: 0 = off
 
 
 def run_worker(kind: str, args: dict, timeout: float | None = None) -> dict:
@@ -473,7 +528,8 @@ def part_trl(cfg: BenchConfig, device: str) -> dict:
     tr = run_worker("trl_step", s)
     out = {"settings": s, "trl_version": importlib.metadata.version("trl"), "minipods": mp, "trl": tr}
     if "error" not in mp and "error" not in tr:
-        out.update(time_ratio=ratio(tr["step_s"], mp["step_s"]), mem_ratio=ratio(tr["peak_delta_mb"], mp["peak_delta_mb"]),
+        out.update(time_ratio=ratio(tr["step_s"], mp["step_s"]),
+                   mem_ratio=ratio(tr["peak_delta_mb"], mp["peak_delta_mb"]),
                    peak_ratio=ratio(tr["peak_mb"], mp["peak_mb"]))
     out["notes"] = TRL_NOTES
     return out
@@ -481,7 +537,7 @@ def part_trl(cfg: BenchConfig, device: str) -> dict:
 
 TRL_NOTES = [
     "both: same cached HF model folder, prompts (chat-formatted strings), n, max completion length, temperature 0.9, "
-    "top_k 50, LoRA r/alpha/all-linear/dropout 0, dtype, torch threads, AdamW (lr 5e-6, wd 0.1, betas 0.9/0.99), "
+    "no top-k, LoRA r/alpha/all-linear/dropout 0, dtype, torch threads, AdamW (lr 5e-6, wd 0.1, betas 0.9/0.99), "
     "grad clip 1.0, beta=0 (no reference pass), micro-batch (TRL: per_device_train_batch_size + "
     "gradient accumulation), gradient checkpointing off, no autocast; 2 steps, the 2nd timed",
     "TRL loss_type 'dapo' (its default) = token-level mean over the whole accumulated batch, the same "
@@ -489,8 +545,9 @@ TRL_NOTES = [
     "TRL computes per-token entropy in its fused LM head every step (for its metrics) and gathers metrics; "
     "minipods does not",
     "TRL step time is on_step_end to on_step_end (includes its dataloader/callback overhead); minipods times run_step",
-    "memory: RSS peak during the warm step (CPU) or torch peak allocated (CUDA); 'peak +' is over the "
-    "memory just before that step. TRL's process also holds trl/datasets/pandas imports",
+    "memory: '+X' = peak increase during the warm step of malloc'd bytes (CPU) or torch allocated bytes (CUDA); "
+    "'peak' = the process's absolute peak RSS (CPU) or allocated (CUDA) then; TRL's process also holds "
+    "trl/datasets/pandas imports",
 ]
 
 
@@ -508,7 +565,7 @@ def rows_trl(r: dict) -> list[list[str]]:
                          f"{fmt_s(x['step_s'])}, peak {fmt_mb(x['peak_mb'])} (+{fmt_mb(x['peak_delta_mb'])})"])
     if "time_ratio" in r:
         rows.append(["trl", "TRL / minipods: step time", fmt_x(r["time_ratio"])])
-        rows.append(["trl", "TRL / minipods: peak memory (step increase; absolute)",
+        rows.append(["trl", "TRL / minipods: memory (step increase; absolute peak)",
                      f"{fmt_x(r['mem_ratio'])}; {fmt_x(r['peak_ratio'])}"])
     return rows
 
@@ -542,8 +599,9 @@ def worker_minipods_step(a: dict) -> dict:
         row = run_step(model, tok, optimizer, cfg, items, 2)
         _sync(device)
         dt = time.perf_counter() - t0
-    return {"step_s": dt, "rollout_s": row["rollout_s"], "update_s": row["update_s"], "peak_mb": mm.peak_mb,
-            "peak_delta_mb": mm.delta_mb, "after_load_mb": load_mb, "tokens": row["tokens"],
+    return {"step_s": dt, "rollout_s": row["rollout_s"], "update_s": row["update_s"], "peak_delta_mb": mm.delta_mb,
+            "memory_kind": mm.kind, "peak_mb": mm.rss_peak_mb if not mm.cuda else mm.peak_mb,
+            "rss_delta_mb": mm.rss_delta_mb, "after_load_mb": load_mb, "tokens": row["tokens"],
             "process_max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "threads": torch.get_num_threads()}
 
@@ -593,7 +651,9 @@ def worker_trl_step(a: dict) -> dict:
             elif state.global_step == 2:
                 res["step_s"] = time.perf_counter() - self.t0
                 self.mm.__exit__(None, None, None)
-                res.update(peak_mb=self.mm.peak_mb, peak_delta_mb=self.mm.delta_mb)
+                mm = self.mm
+                res.update(peak_delta_mb=mm.delta_mb, memory_kind=mm.kind, rss_delta_mb=mm.rss_delta_mb,
+                           peak_mb=mm.rss_peak_mb if not mm.cuda else mm.peak_mb)
 
     trainer.add_callback(StepTimer())
     trainer.train()
@@ -670,11 +730,15 @@ def rows_cuda(r: dict) -> list[list[str]]:
     if "error" in r:
         return [["cuda", "paper recipe", "failed: " + r["error"][:200]]]
     s = r["settings"]
-    what = f"{s['model']} 4-bit, LoRA r=64, {r['sequences']} seq x {s['seq_tokens']} tok, grad ckpt, micro-batch {s['micro_batch_size']}"
+    what = (f"{s['model']} 4-bit, LoRA r=64, {r['sequences']} seq x {s['seq_tokens']} tok, grad ckpt, "
+            f"micro-batch {s['micro_batch_size']}")
     ok = "PASS" if r["fits_24gb"] else "FAIL"
     return [["cuda", f"update: {what} ({r['gpu']})",
-             f"{fmt_s(r['update_s'])}/update ({fmt_s(r['update_s_per_sequence'])}/seq), peak {fmt_mb(r['peak_allocated_mb'])} "
+             f"{fmt_s(r['update_s'])}/update ({fmt_s(r['update_s_per_sequence'])}/seq), "
+             f"peak {fmt_mb(r['peak_allocated_mb'])} "
              f"alloc / {fmt_mb(r['peak_reserved_mb'])} reserved"],
+            ["cuda", "paper step: 8 prompts x m=16 = 128 seq (time linear in m; memory set by the micro-batch)",
+             f"~{fmt_s(r['update_s_per_sequence'] * 128)}/update"],
             ["cuda", f"fits a 24 GB card (reserved + {CARD_HEADROOM_GIB:g} GiB headroom <= {CARD_GIB:g} GiB)", ok],
             ["cuda", f"generate n={s['gen_n']} x {s['gen_tokens']} tok, one batched call",
              f"{r['gen_tokens_per_s']:.0f} tok/s"]]
@@ -705,6 +769,7 @@ def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, lo
     bad = [p for p in parts if p not in PARTS]
     if bad:
         raise ValueError(f"unknown part(s) {bad}; expected some of {', '.join(PARTS)}")
+    parts = [p for p in PARTS if p in parts]  # fixed order: rollout feeds update and logprob
     _set_threads(cfg.threads)
     device = default_device() if cfg.device == "auto" else cfg.device
     t_start = time.perf_counter()
@@ -774,16 +839,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=d.device, help="auto | cpu | cuda")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--n", type=int, default=None, help=f"rollouts per prompt (default {d.n})")
-    p.add_argument("--max-new-tokens", type=int, default=None, help=f"rollout length (default {d.max_new_tokens}; quick 64)")
+    p.add_argument("--max-new-tokens", type=int, default=None,
+                   help=f"rollout length (default {d.max_new_tokens}; quick 64)")
     p.add_argument("--m-values", type=_ints, default=None, help="kept-rollout counts for the update part (2,4,8,16)")
-    p.add_argument("--micro-batch-size", type=int, default=None, help=f"sequences per forward/backward ({d.micro_batch_size})")
+    p.add_argument("--micro-batch-size", type=int, default=None,
+                   help=f"sequences per forward/backward ({d.micro_batch_size})")
     p.add_argument("--repeats", type=int, default=None, help=f"timed repeats per update point ({d.repeats}; quick 1)")
     p.add_argument("--lora-r", type=int, default=None, help=f"LoRA rank ({d.lora_r})")
     p.add_argument("--lora-alpha", type=int, default=None, help=f"LoRA alpha ({d.lora_alpha})")
-    p.add_argument("--logprob-batch", type=int, default=None, help=f"sequences in the logprob part ({d.logprob_batch}; quick 4)")
+    p.add_argument("--logprob-batch", type=int, default=None,
+                   help=f"sequences in the logprob part ({d.logprob_batch}; quick 4)")
+    p.add_argument("--logprob-chunk", type=int, default=None,
+                   help=f"tokens per chunk in the logprob part ({d.logprob_chunk}; quick 64)")
     p.add_argument("--select-sizes", type=_ints, default=None, help="n values for the select part")
-    p.add_argument("--trl-prompts", type=int, default=None, help=f"prompts per step in the trl part ({d.trl_prompts}; quick 2)")
-    p.add_argument("--trl-n", type=int, default=None, help=f"generations per prompt in the trl part ({d.trl_n}; quick 4)")
+    p.add_argument("--trl-prompts", type=int, default=None,
+                   help=f"prompts per step in the trl part ({d.trl_prompts}; quick 2)")
+    p.add_argument("--trl-n", type=int, default=None,
+                   help=f"generations per prompt in the trl part ({d.trl_n}; quick 4)")
     p.add_argument("--trl-max-new-tokens", type=int, default=None,
                    help=f"completion length in the trl part ({d.trl_max_new_tokens}; quick 32)")
     p.add_argument("--cuda-model", default=None, help=f"model of the cuda part ({d.cuda_model})")
@@ -801,7 +873,8 @@ def config_from_args(args) -> BenchConfig:
             setattr(cfg, k, v)
         cfg.threads = 1
     for k in ("n", "max_new_tokens", "m_values", "micro_batch_size", "repeats", "lora_r", "lora_alpha",
-              "logprob_batch", "select_sizes", "trl_prompts", "trl_n", "trl_max_new_tokens", "cuda_model",
+              "logprob_batch", "logprob_chunk", "select_sizes", "trl_prompts", "trl_n", "trl_max_new_tokens",
+              "cuda_model",
               "cuda_prompts", "threads"):
         v = getattr(args, k)
         if v is not None:

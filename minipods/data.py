@@ -118,7 +118,7 @@ def load_gsm8k(split: str = "train", data_dir: str | os.PathLike | None = None, 
 
 
 # ---------------------------------------------------------------- synthetic task
-# Seeded, GSM8K-shaped word problems (1-2 arithmetic steps) with answers computed here.
+# Seeded, GSM8K-shaped word problems (one arithmetic step) with answers computed here.
 # Not from the paper: an offline stand-in and an easier task on which a 135M model gets
 # non-zero reward often enough for GRPO to have signal.
 _NAMES = ["Ava", "Ben", "Chloe", "Dev", "Emma", "Finn", "Grace", "Hugo", "Iris", "Jon", "Kai", "Lena"]
@@ -128,7 +128,7 @@ _THINGS = ["apples", "books", "marbles", "stickers", "pencils", "cookies", "card
 def _synthetic_one(rng: random.Random) -> dict:
     name, other = rng.sample(_NAMES, 2)
     thing = rng.choice(_THINGS)
-    kind = rng.randrange(5)
+    kind = rng.randrange(4)
     a, b = rng.randint(2, 40), rng.randint(2, 20)
     if kind == 0:
         q = f"{name} has {a} {thing}. {other} gives {name} {b} more {thing}. How many {thing} does {name} have now?"
@@ -141,16 +141,11 @@ def _synthetic_one(rng: random.Random) -> dict:
         a, b = rng.randint(2, 12), rng.randint(2, 12)
         q = f"{name} buys {a} bags with {b} {thing} in each bag. How many {thing} does {name} buy in total?"
         steps, ans = f"{a} * {b} = {a * b}", a * b
-    elif kind == 3:
+    else:
         b = rng.randint(2, 9)
         a = b * rng.randint(2, 12)
         q = f"{name} shares {a} {thing} equally among {b} friends. How many {thing} does each friend get?"
         steps, ans = f"{a} / {b} = {a // b}", a // b
-    else:
-        c = rng.randint(2, 9)
-        q = (f"{name} has {a} {thing}. {name} buys {c} packs of {b} {thing} each. "
-             f"How many {thing} does {name} have now?")
-        steps, ans = f"{c} * {b} = {c * b}\n{a} + {c * b} = {a + c * b}", a + c * b
     return {"question": q, "answer": f"{steps}\n#### {ans}", "gold": str(ans)}
 
 

@@ -124,19 +124,19 @@ print("prompt lengths (tokens):", [len(tok(p, add_special_tokens=False).input_id
 ## 3. Batched generation, left padding and masks
 
 A decoder-only model predicts the next token from the **last** position. Prompts in a batch differ
-in length, so they are padded to a common length $P$ — on the **left**: then every prompt ends in
-column $P-1$ and every completion starts in column $P$, and the attention mask hides the pads.
+in length, so they are padded to a common length $L$ — on the **left**: then every prompt ends in
+column $L-1$ and every completion starts in column $L$, and the attention mask hides the pads.
 (Right padding would put pad tokens between a prompt and its own completion.) Positions are counted
 over real tokens only, `position_ids = cumsum(mask) - 1`, so a padded prompt is numbered exactly like
 an unpadded one (`grpo.token_logprobs` numbers them the same way when it scores the rollouts).
 
-`generate_rollouts` repeats each prompt $n$ times, **group-major** (rows $gn, \dots, gn+n-1$ answer
-prompt $g$), and calls `model.generate` on chunks of `batch_size` sequences — one batched call, never
+`generate_rollouts` repeats each of the $P$ prompts $n$ times, **group-major** (rows
+$gn, \dots, gn+n-1$ answer prompt $g$), and calls `model.generate` on chunks of `batch_size` sequences — one batched call, never
 a Python loop per sample. It returns:
 
 | field | shape | meaning |
 |---|---|---|
-| `prompt_ids`, `prompt_mask` | $(Pn, P_{\max})$ | left-padded prompt tokens, 1 on real tokens |
+| `prompt_ids`, `prompt_mask` | $(Pn, L)$ | left-padded prompt tokens, 1 on real tokens |
 | `completion_ids`, `completion_mask` | $(Pn, C)$ | sampled tokens; mask is 1 up to **and including** the first EOS |
 | `group` | $(Pn,)$ | which prompt each row answers |
 | `texts` | $Pn$ strings | decoded completions (masked tokens only) |
@@ -167,7 +167,7 @@ ax.imshow(mask, aspect="auto", cmap="Greys", interpolation="nearest", vmin=0, vm
 ax.axvline(ro.prompt_ids.shape[1] - 0.5, color="tab:red", lw=2, label="prompt | completion")
 ax.set_xlabel("token column"); ax.set_ylabel("row (prompt-major)")
 ax.set_title("attention mask: black = real token, white = padding (left in the prompt, right after EOS)")
-ax.legend(loc="lower left"); plt.show()
+ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0)); plt.show()
 '''),
     md(r"""
 The checks below pin down the layout (they fail if the package changes it):
@@ -227,8 +227,8 @@ One decoding step of a batch of $B$ sequences reads every weight once and does a
 $2 \times \text{params}$ FLOPs *per sequence*. At small $B$ the step is bound by memory bandwidth
 (reading the weights), so $B$ sequences cost little more than one; throughput grows almost linearly in
 $B$ until the hardware becomes compute-bound. On a GPU that happens late (the paper generates 64
-rollouts per prompt in parallel); on a 2-core CPU it happens early. We time $B$ copies of one prompt
-for a fixed number of new tokens.
+rollouts per prompt in parallel); a 2-core CPU has little compute to spare, so the gain is far from
+linear. We time $B$ copies of one prompt for a fixed number of new tokens.
 """),
     code(r'''
 batch_sizes = [1, 2, 4] if SMALL else [1, 2, 4, 8, 16]
@@ -257,9 +257,9 @@ plt.tight_layout(); plt.show()
   after their first EOS, rows grouped by prompt.
 * The temperature sets how different the $n$ rollouts of a prompt are — the raw material of the
   GRPO signal.
-* Throughput grows with batch size because decoding is memory-bound. That makes a large $n$ cheap on a
-  GPU and is the premise of PODS. On this CPU the curve flattens early, so here generating more rollouts
-  costs nearly proportionally more time — which is why PODS does not pay off on CPU (notebook 05).
+* Throughput grows with batch size because decoding is memory-bound. On a GPU the growth is close to
+  linear over a wide range, which makes a large $n$ cheap — the premise of PODS. On a 2-core CPU it is
+  far from linear, so extra rollouts are not free here (notebook 05).
 """),
     code(FOOTER),
 ]
@@ -307,7 +307,7 @@ print({raw: normalize_number(raw) for raw in ["1,080", "$5.50", "-0", "72.", "00
 ## 2. Extracting the answer
 
 The system prompt asks for `<reasoning>…</reasoning><answer>…</answer>`. Small models rarely comply,
-so grading is lenient (as in the paper): `extract_answer` tries, in order,
+so grading is lenient (the package follows the paper here): `extract_answer` tries, in order,
 
 1. the **last complete** `<answer>…</answer>` block — the number in its `\boxed{}` if any, else its
    last number;
@@ -366,7 +366,7 @@ for name, text, want in fmt_cases:
 Now the real thing: $n$ rollouts of SmolLM2-135M-Instruct for a few GSM8K questions, scored with
 `score_completions`. A 135M model solves very few GSM8K problems, so most groups are all wrong. The
 package's synthetic word problems (`data.synthetic_problems`, one or two arithmetic steps; not part of
-the paper) are easy enough to give mixed groups; we score both.
+the paper) are easy enough to give mixed groups more often; we score both.
 """),
     code(r'''
 from minipods.model import load_policy
@@ -375,7 +375,7 @@ from minipods.rollouts import generate_rollouts
 from minipods.rewards import score_completions
 
 model, tok = load_policy()
-P, n, max_new = (2, 4, 40) if SMALL else (6, 8, 256)
+P, n, max_new = (2, 4, 48) if SMALL else (4, 8, 192)
 
 def score_groups(task_items, seed=0):
     torch.manual_seed(seed)
@@ -389,7 +389,7 @@ scored = {name: score_groups(its) for name, its in groups.items()}
 ro, sc = scored["GSM8K"]
 for i in range(min(n, 3)):
     print(f"--- GSM8K q0 rollout {i}: extracted {extract_answer(ro.texts[i])!r}, gold {items[0]['gold']!r}, "
-          f"reward {sc['reward'][i]:.3f}\n{ro.texts[i][-300:]}")
+          f"reward {sc['reward'][i]:.3f}\n{ro.texts[i][:400]}")
 '''),
     code(r'''
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.5), sharey=True)
@@ -719,6 +719,20 @@ ax.set_yticks(range(len(rules)), list(rules)); ax.invert_yaxis(); ax.set_xlabel(
 ax.set_title("kept (blue) vs. left out (grey), n = 16, m = 4"); plt.tight_layout(); plt.show()
 '''),
     md(r"""
+GRPO divides by the kept group's standard deviation, so the *scale* of the reward differences is
+normalised away: a kept group that differs only by a 0.025 format bonus gets the same advantages as
+one that differs by a correct answer. *Which* rollouts are kept decides what the update pushes towards.
+"""),
+    code(r'''
+one = torch.zeros(4, dtype=torch.long)
+a_format = group_advantages(torch.tensor([0.0, 0.025, 0.0, 0.0]), one)
+a_correct = group_advantages(torch.tensor([0.0, 1.0, 0.0, 0.0]), one)
+print("format-only difference:", [round(v, 3) for v in a_format.tolist()])
+print("correctness difference:", [round(v, 3) for v in a_correct.tolist()])
+assert torch.allclose(a_format, a_correct, atol=0.02)
+'''),
+    md(r"""
+
 **Takeaways.** Exchanging a kept reward for a more extreme one *on the same side of the kept mean*
 always raises the variance, so the optimum is "$k$ lowest + $m-k$ highest". That turns a
 $\binom nm$ search into a sort, two prefix sums and an $(m+1)$-way scan — negligible next to
@@ -763,7 +777,7 @@ from minipods.grpo import group_advantages
 
 model, tok = load_policy()  # fp32 SmolLM2-135M-Instruct + LoRA r=64 on all linear layers
 P, n, m, max_new = (2, 4, 2, 48) if SMALL else (2, 8, 4, 128)
-items = synthetic_problems(P, seed=3)
+items = synthetic_problems(P, seed=2)
 torch.manual_seed(0)
 ro = generate_rollouts(model, tok, [build_prompt(tok, it["question"]) for it in items], n,
                        max_new_tokens=max_new, batch_size=16)
@@ -875,7 +889,7 @@ t = time.perf_counter()
 stats = grpo_update(model, opt, batch, adv, micro_batch_size=4, max_grad_norm=1.0)
 print(f"update: {time.perf_counter() - t:.1f} s | loss {stats['loss']:.4f} | grad norm {stats['grad_norm']:.3f}")
 kl_after = kl_to_reference(batch)
-moved = max(float((p - lora_B[k]).abs().max()) for k, p in model.named_parameters() if k in lora_B)
+moved = max(float((p.detach() - lora_B[k]).abs().max()) for k, p in model.named_parameters() if k in lora_B)
 print(f"KL to reference: before {kl_before:.2e}, after {kl_after:.2e} | max |change in a LoRA B| = {moved:.2e}")
 assert kl_before == 0.0  # B = 0: the adapter is an exact no-op
 if (adv != 0).any():
@@ -957,6 +971,7 @@ which backward through them fails — so `model.generation_mode` keeps **4-bit m
 while sampling** (equivalent here: no dropout), and full-precision models in eval mode.
 """),
     code(r'''
+import bitsandbytes as bnb
 from minipods.model import tiny_policy, generation_mode, is_4bit
 
 if SMALL:
@@ -970,11 +985,12 @@ with generation_mode(q_model):
     assert q_model.training        # 4-bit: stays in train mode while sampling
 with generation_mode(f_model):
     assert not f_model.training    # full precision: eval mode
-print("4-bit layers:", sum(type(mod).__name__ == "Linear4bit" for mod in q_model.modules()), "| ", count_parameters(q_model))
+print("bitsandbytes 4-bit layers:", sum(isinstance(mod, bnb.nn.Linear4bit) for mod in q_model.modules()), "|", count_parameters(q_model))
 '''),
     md(r"""
-A memory breakdown of one 4-bit update: frozen base weights (packed 4-bit + the quantisation scales +
-the unquantised embeddings and norms), the trainable adapter, its gradient, AdamW's two moment
+A memory breakdown of one 4-bit update: the frozen base (packed 4-bit linear weights with their
+quantisation scales, plus the embeddings and norms, which stay unquantised — a large share in a small
+model with a 49k-token vocabulary like SmolLM2), the trainable adapter, its gradient, AdamW's two moment
 tensors per trainable parameter, and the activations saved for one micro-batch. The update must move
 the adapter (here with fixed $\pm1$ advantages: we only check the mechanics).
 """),
@@ -983,10 +999,11 @@ def nbytes(tensors):
     return sum(t.numel() * t.element_size() for t in tensors)
 
 def quant_state_bytes(mdl):
+    """Bytes of the 4-bit blocks' scales (absmax; with double quantisation, its own scales too)."""
     total = 0
     for mod in mdl.modules():
-        qs = getattr(getattr(mod, "weight", None), "quant_state", None)
-        if qs is not None:
+        if isinstance(mod, bnb.nn.Linear4bit):  # the bitsandbytes layers (not peft's LoRA wrappers around them)
+            qs = mod.weight.quant_state
             total += nbytes([qs.absmax]) + (nbytes([qs.state2.absmax]) if getattr(qs, "state2", None) is not None else 0)
     return total
 
@@ -1004,23 +1021,27 @@ changed = sum(not torch.equal(p, before[k]) for k, p in q_model.named_parameters
 print(f"4-bit update: loss {q_stats['loss']:.4f}, grad norm {q_stats['grad_norm']:.3f}, {changed}/{len(before)} adapter tensors changed")
 assert changed > 0 and q_stats["skipped"] == 0
 
-frozen = [p for p in q_model.parameters() if not p.requires_grad]
+packed = [p for p in q_model.parameters() if p.dtype == torch.uint8]          # two 4-bit weights per byte
+rest = [p for p in q_model.parameters() if not p.requires_grad and p.dtype != torch.uint8]
 train_p = [p for p in q_model.parameters() if p.requires_grad]
 mem = {
-    "base weights (4-bit + fp32 rest)": nbytes(frozen) + quant_state_bytes(q_model),
-    "base weights if fp32": nbytes([p for p in f_model.parameters() if not p.requires_grad]),
+    "base: 4-bit linear weights + scales": nbytes(packed) + quant_state_bytes(q_model),
+    "base: unquantised (embeddings, norms)": nbytes(rest),
+    "base: everything in fp32 instead": nbytes([p for p in f_model.parameters() if not p.requires_grad]),
     "LoRA adapter": nbytes(train_p),
     "gradients": nbytes(train_p),
     "AdamW state": nbytes([t for s in q_opt.state.values() for t in s.values() if torch.is_tensor(t) and t.dim() > 0]),
     "activations (1 micro-batch)": act,
 }
 for k, v in mem.items():
-    print(f"{k:34s} {v / 2**20:9.2f} MB")
-assert mem["base weights (4-bit + fp32 rest)"] < mem["base weights if fp32"]
+    print(f"{k:38s} {v / 2**20:9.2f} MB")
+assert mem["base: 4-bit linear weights + scales"] + mem["base: unquantised (embeddings, norms)"] < mem["base: everything in fp32 instead"]
 assert mem["AdamW state"] == 2 * mem["LoRA adapter"]   # exp_avg and exp_avg_sq, fp32
 fig, ax = plt.subplots(figsize=(8, 3))
-ax.barh(list(mem), [v / 2**20 for v in mem.values()], color=["tab:blue", "lightgrey", "tab:green", "tab:olive", "tab:orange", "tab:red"])
-ax.set_xlabel("MB"); ax.invert_yaxis(); ax.set_title("memory of a 4-bit LoRA update"); plt.tight_layout(); plt.show()
+ax.barh(list(mem), [v / 2**20 for v in mem.values()],
+        color=["tab:blue", "tab:cyan", "lightgrey", "tab:green", "tab:olive", "tab:orange", "tab:red"])
+ax.set_xscale("log"); ax.set_xlabel("MB (log scale)"); ax.invert_yaxis(); ax.set_title("memory of a 4-bit LoRA update")
+plt.tight_layout(); plt.show()
 '''),
     md(r"""
 **Takeaways.** The update needs per-token log-probs of the kept rollouts (computed without the full
@@ -1041,7 +1062,8 @@ NB05 = [
 
 The paper's headline (""" + PAPER + r""", Fig. 1, Sec. 5): on one L40S GPU with Qwen2.5-3B-Instruct on
 GSM8K, GRPO-PODS generating $n = 64$ rollouts and updating on the $m = 16$ of maximal reward variance
-reaches vanilla GRPO's ($n = m = 16$) peak test accuracy about **2× sooner in wall-clock time**.
+reaches vanilla GRPO's ($n = m = 16$) peak test accuracy about **2× sooner in wall-clock time**
+(at least 1.7× across all the benchmarks and hardware settings the paper tests).
 
 Here we run the same comparison in miniature with `minipods.compare` (each arm is a
 `minipods.train` run with the same seed and data order) and draw it with `minipods.plots`. Then we
@@ -1119,8 +1141,9 @@ ax.set_xlabel("step"); ax.set_ylabel("seconds"); ax.legend(fontsize=8); ax.set_t
     md(r"""
 ## 3. When does PODS win?
 
-Write a step's time as generation plus update, $T = g\,n + u\,m$ per prompt, with $g$ the time to
-generate one rollout (amortised over the batch) and $u$ the time to train on one. PODS$(n, m)$ against
+Write a step's time as generation plus update, $T = g\,n + u\,m$ per prompt, with $g$ the marginal
+time to generate one more rollout (small while the generation batch has spare parallel capacity) and
+$u$ the time to train on one. PODS$(n, m)$ against
 GRPO$(m, m)$, both updating on $m$:
 
 $$\frac{T_{\text{PODS}}}{T_{\text{GRPO}}} = \frac{(n/m)\,(g/u) + 1}{(g/u) + 1} \;\in\; \Big[1,\ \frac nm\Big].$$
@@ -1128,11 +1151,14 @@ $$\frac{T_{\text{PODS}}}{T_{\text{GRPO}}} = \frac{(n/m)\,(g/u) + 1}{(g/u) + 1} \
 * **GPU (the paper):** generation is batched and memory-bound, so extra rollouts are almost free
   (notebook 01) while the update — forward *and* backward, activations, micro-batches run in sequence
   (notebook 04) — dominates: $g/u \ll 1$, the ratio is close to 1, and PODS's step costs about what
-  GRPO's does but learns from a better-chosen, more contrastive set of rollouts. That is where the
-  paper measures its ~2× speed-up to GRPO's peak.
-* **CPU (here):** decoding is sequential token by token and barely benefits from batching on 2 cores,
-  so generation dominates ($g/u \gg 1$): PODS pays close to $n/m$ times more per step. The better
-  selection would have to improve learning per step by more than that to win.
+  GRPO's does but learns from a better-chosen, more contrastive set of rollouts. That is the regime
+  of the paper's speed-ups.
+* **CPU (here):** two cores have little parallel headroom (notebook 01: throughput grows far less than
+  linearly with batch size) and every rollout still costs one sequential forward step per generated
+  token. The measured $g/u$ is of order 1 or more, so the $n-m$ extra rollouts cost about as much as
+  training on them would, PODS's step is clearly slower than GRPO's (≈ $\frac{n/m+1}{2}$ times when
+  $g \approx u$), and generation is most of a PODS step. The better-chosen rollouts would have to make
+  each step that much more effective, which short CPU runs do not show.
 
 The measured $g/u$ of the runs above, placed on the curve:
 """),

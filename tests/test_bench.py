@@ -111,7 +111,7 @@ def test_trl_part_skips_without_trl(monkeypatch):
     monkeypatch.setattr(bench, "trl_available", lambda: False)
     r = bench.part_trl(BenchConfig(), "cpu")
     assert r == {"skipped": "skipped (pip install -r requirements-bench.txt)"}
-    assert bench.rows_trl(r) == [["trl", "minipods vs trl.GRPOTrainer", "skipped (pip install -r requirements-bench.txt)"]]
+    assert bench.rows_trl(r) == [["trl", "minipods vs trl.GRPOTrainer", r["skipped"]]]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU skip message")
@@ -137,8 +137,8 @@ def test_unknown_part_is_an_error(capsys):
 
 def test_cli_select_quick_writes_bench_json(tmp_path):
     out = tmp_path / "bench.json"
-    proc = subprocess.run([sys.executable, "-m", "minipods.bench", "--parts", "select", "--quick", "--output", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    cmd = [sys.executable, "-m", "minipods.bench", "--parts", "select", "--quick", "--output", str(out)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "| part" in proc.stdout and "growth exponent" in proc.stdout
     data = json.loads(out.read_text())
@@ -149,3 +149,29 @@ def test_cli_select_quick_writes_bench_json(tmp_path):
     assert sel["sizes"] == [16, 256, 4096, 65536, 1_000_000]
     assert len(sel["seconds"]) == 5 and all(s > 0 for s in sel["seconds"])
     assert math.isfinite(sel["exponent_large_n"])
+
+
+def test_cuda_rows_pass_fail_line():
+    r = {"settings": {"model": "Qwen/Qwen2.5-3B-Instruct", "seq_tokens": 1024, "micro_batch_size": 4, "gen_n": 64,
+                      "gen_tokens": 512},
+         "gpu": "GPU", "update_s": 32.0, "update_s_per_sequence": 2.0, "sequences": 16, "peak_allocated_mb": 9000.0,
+         "peak_reserved_mb": 11000.0, "fits_24gb": True, "gen_tokens_per_s": 900.0}
+    rows = bench.rows_cuda(r)
+    assert rows[1][2] == "~256.00 s/update"  # 128 sequences x 2 s
+    assert rows[2][1].startswith("fits a 24 GB card") and rows[2][2] == "PASS"
+    assert bench.rows_cuda({**r, "fits_24gb": False})[2][2] == "FAIL"
+
+
+def test_malloc_live_tracks_tensors():
+    import platform
+    if not (platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"):
+        assert bench.malloc_live_mb() is None or bench.malloc_live_mb() >= 0
+        return
+    before = bench.malloc_live_mb()
+    x = torch.ones(32 * 2**20)  # 128 MB
+    during = bench.malloc_live_mb()
+    del x
+    after = bench.malloc_live_mb()
+    assert during - before == pytest.approx(128, abs=8)
+    assert during - after == pytest.approx(128, abs=8)  # freed memory no longer counts (RSS may keep it)
+    assert MemoryMeter("cpu").kind == "malloc"

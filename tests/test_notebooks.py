@@ -60,6 +60,12 @@ def test_notebook_runs_small(path, tmp_path, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    # SMALL-mode cells are tiny, overhead-bound workloads: one intra-op thread loses little, and it
+    # avoids OpenMP oversubscription when the machine is shared (measured on the 2-core dev box with
+    # other jobs running: 3 min for all five notebooks with 1 thread, 9.5 min with 2). An explicit
+    # OMP_NUM_THREADS in the environment wins.
+    if not os.environ.get("OMP_NUM_THREADS"):
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
     for name in ("MINIPODS_GSM8K_DIR", "MINIPODS_CACHE"):
         _abs_env_path(monkeypatch, name)
     nb = nbformat.read(path, as_version=4)
