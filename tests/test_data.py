@@ -52,12 +52,17 @@ def test_bad_lines_name_file_and_line(tmp_path, line, msg):
     assert f"train.jsonl:3" in str(e.value) and msg in str(e.value)
 
 
-def test_missing_data_names_all_three_ways(tmp_path, monkeypatch):
+@pytest.fixture
+def no_gsm8k(tmp_path, monkeypatch):
+    """No local files, no network, empty hub caches: GSM8K cannot be found."""
     monkeypatch.delenv(ENV_DIR, raising=False)
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "empty_cache"))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "empty_home"))
+
+
+def test_missing_data_names_all_three_ways(tmp_path, no_gsm8k):
     with pytest.raises(DataNotFoundError) as e:
         load_gsm8k("test")
     msg = str(e.value)
@@ -85,12 +90,7 @@ def test_synthetic_problems_are_seeded_and_correct():
     assert len({it["question"] for it in a}) > 150
 
 
-def test_load_task_falls_back_loudly(tmp_path, monkeypatch):
-    monkeypatch.delenv(ENV_DIR, raising=False)
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "c"))
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "h"))
+def test_load_task_falls_back_loudly(no_gsm8k):
     with pytest.warns(UserWarning, match="SYNTHETIC"):
         items, src = load_task("gsm8k", "train", limit=10)
     assert src.startswith("synthetic") and len(items) == 10
