@@ -15,12 +15,13 @@ on them is expensive and memory-bound, so generate n and update on m < n. These 
            sequences, gradient checkpointing, micro-batch 4): peak memory, s/update, "fits a 24 GB
            card", and generation tokens/s. Skipped (with a message) without CUDA.
 
-Memory: on CUDA, torch's peak allocated bytes over the measurement. On CPU, a thread samples every
-5 ms the bytes the process holds through malloc (glibc mallinfo2: heap in use + mmapped blocks, which
-is where torch's CPU tensors live) and reports the peak minus the value just before the measurement.
-Peak RSS is recorded too, but glibc keeps freed heap memory cached and fragmented, so RSS deltas were
-up to ~3x larger than the memory actually in use and varied with what ran earlier in the process.
-The `trl` and `cuda` parts run each framework in a fresh subprocess.
+Memory: on CUDA, torch's peak allocated bytes over the measurement. On CPU, the process's peak
+resident set size (the kernel's high-water mark, reset just before) minus the RSS before. glibc
+keeps freed heap memory cached and fragmented, which made such RSS peaks off by up to ~3x from the
+memory in use, so the memory measurements of the update and logprob parts run with glibc mapping
+every block >= 64 KiB on its own (exact_cpu_memory), and their times come from separate runs with
+the normal allocator. The `trl` part runs each framework in a fresh subprocess and reports the
+plain peak RSS of its warm step (what a user would see); `cuda` runs in a subprocess too.
 
 `--quick` sizes everything for a shared 2-core CPU (a few minutes) and, unless --threads is given,
 uses 1 torch thread: with other jobs on the box, 2 OpenMP threads were ~10x slower than 1 here.
@@ -162,42 +163,58 @@ def _sync(device: str) -> None:
 
 
 def _malloc_trim() -> None:
-    """Give freed heap memory back to the OS (glibc), so RSS baselines are not inflated."""
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
         pass
 
 
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [(f, ctypes.c_size_t) for f in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
-                                               "uordblks", "fordblks", "keepcost")]
+M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
+EXACT_MMAP_THRESHOLD = 64 << 10  # allocations >= 64 KiB get their own mapping, unmapped on free
+DEFAULT_MMAP_THRESHOLD = 32 << 20  # where glibc's dynamic threshold settles once large blocks were freed
 
 
-def _load_mallinfo2():
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        fn = libc.mallinfo2  # glibc >= 2.33
-    except (OSError, AttributeError):
-        return None
-    fn.restype = _MallInfo2
-    return fn
+@contextlib.contextmanager
+def exact_cpu_memory(device: str = "cpu"):
+    """Make CPU RSS follow live memory (glibc only); yields whether that took effect.
 
-
-_MALLINFO2 = _load_mallinfo2()
-
-
-def malloc_live_mb() -> float | None:
-    """Bytes the process holds through malloc right now (heap in use + mmapped blocks), glibc only.
-
-    Unlike RSS this does not count freed memory that glibc keeps cached or fragmented in its heap
-    (which made RSS deltas up to ~3x too large here), and it needs no allocator setting that
-    would slow the computation down. torch's CPU tensors are allocated with malloc.
+    glibc serves blocks below its mmap threshold (which grows to 32 MiB) from its heap and keeps
+    freed heap memory, cached and fragmented: RSS peaks then overstate (trimmed heap faulted in
+    again) or understate (cached heap reused) what a computation needs, by up to ~3x here, depending
+    on what ran before in the process. With a 64 KiB threshold every tensor of 64 KiB or more (all
+    activations, logits, LoRA weights and grads) is mapped and unmapped on its own, so the peak RSS
+    increase is the peak of live memory (checked against glibc's mallinfo2 accounting). Fresh pages
+    cost time (CPU compute ~1.5x slower), so only memory measurements use it.
     """
-    if _MALLINFO2 is None:
-        return None
-    m = _MALLINFO2()
-    return (m.uordblks + m.hblkhd) / 2**20
+    if _EXACT_PROCESS and not device.startswith("cuda"):  # already on for the whole process
+        yield True
+        return
+    libc = None
+    if not device.startswith("cuda"):
+        try:
+            libc = ctypes.CDLL("libc.so.6")
+            if libc.mallopt(M_MMAP_THRESHOLD, EXACT_MMAP_THRESHOLD) != 1:
+                libc = None
+        except (OSError, AttributeError):
+            libc = None
+    try:
+        yield libc is not None
+    finally:
+        if libc is not None:
+            libc.mallopt(M_MMAP_THRESHOLD, DEFAULT_MMAP_THRESHOLD)
+
+
+_EXACT_PROCESS = False
+
+
+def exact_memory_for_process() -> bool:
+    """exact_cpu_memory for the rest of this process (a fresh worker: no heap history to skew RSS)."""
+    global _EXACT_PROCESS
+    try:
+        _EXACT_PROCESS = ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, EXACT_MMAP_THRESHOLD) == 1
+    except (OSError, AttributeError):
+        _EXACT_PROCESS = False
+    return _EXACT_PROCESS
 
 
 def rss_mb() -> float:
@@ -205,24 +222,42 @@ def rss_mb() -> float:
     return psutil.Process().memory_info().rss / 2**20
 
 
+def _peak_rss_mb() -> float | None:
+    """The kernel's high-water mark of this process's RSS (VmHWM), Linux only."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def _reset_peak_rss() -> bool:
+    """Reset VmHWM to the current RSS (Linux >= 4.0: write 5 to /proc/self/clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return _peak_rss_mb() is not None
+    except OSError:
+        return False
+
+
 class MemoryMeter:
     """Peak memory of the code inside `with MemoryMeter(device) as mm:`.
 
     mm.base_mb: memory at entry; mm.peak_mb: peak during; mm.delta_mb = peak - base (what the code
-    itself needed). CUDA: torch's allocated bytes (mm.reserved_mb: peak reserved). CPU: a thread
-    samples every `interval_s` the bytes malloc holds (glibc; `kind` "malloc") or else the resident
-    set size (`kind` "rss"); the RSS peak is kept too (mm.rss_delta_mb).
+    itself needed). CUDA: torch's allocated bytes (mm.reserved_mb: peak reserved). CPU: resident set
+    size; the exact peak from the kernel's high-water mark (reset at entry) where Linux offers it
+    (`kind` "rss"), else sampled every `interval_s` by a thread (`kind` "rss-sampled").
     """
 
     def __init__(self, device: str = "cpu", interval_s: float = 0.005):
         self.device, self.interval = device, interval_s
         self.cuda = device.startswith("cuda")
-        self.kind = "cuda" if self.cuda else ("malloc" if _MALLINFO2 is not None else "rss")
+        self.kind = "cuda" if self.cuda else "rss"
         self.base_mb = self.peak_mb = self.reserved_mb = float("nan")
-        self.rss_base_mb = self.rss_peak_mb = float("nan")
-
-    def _now(self) -> float:
-        return malloc_live_mb() if self.kind == "malloc" else rss_mb()
+        self._thread = None
 
     def __enter__(self):
         gc.collect()
@@ -232,17 +267,19 @@ class MemoryMeter:
             torch.cuda.reset_peak_memory_stats()
             self.base_mb = torch.cuda.memory_allocated() / 2**20
             return self
+        # Return free heap pages to the OS first: glibc serves even large blocks from free heap chunks
+        # before it maps new ones, and reused resident pages would not show up as an RSS increase.
         _malloc_trim()
-        self.base_mb = self.peak_mb = self._now()
-        self.rss_base_mb = self.rss_peak_mb = rss_mb()
-        self._stop = threading.Event()
+        self.base_mb = self.peak_mb = rss_mb()
+        if not _reset_peak_rss():
+            self.kind = "rss-sampled"
+            self._stop = threading.Event()
 
-        def sample():
-            while not self._stop.wait(self.interval):
-                self.peak_mb = max(self.peak_mb, self._now())
-                self.rss_peak_mb = max(self.rss_peak_mb, rss_mb())
-        self._thread = threading.Thread(target=sample, daemon=True)
-        self._thread.start()
+            def sample():
+                while not self._stop.wait(self.interval):
+                    self.peak_mb = max(self.peak_mb, rss_mb())
+            self._thread = threading.Thread(target=sample, daemon=True)
+            self._thread.start()
         return self
 
     def __exit__(self, *exc):
@@ -250,20 +287,17 @@ class MemoryMeter:
             torch.cuda.synchronize()
             self.peak_mb = torch.cuda.max_memory_allocated() / 2**20
             self.reserved_mb = torch.cuda.max_memory_reserved() / 2**20
-        else:
+        elif self._thread is not None:
             self._stop.set()
             self._thread.join()
-            self.peak_mb = max(self.peak_mb, self._now())
-            self.rss_peak_mb = max(self.rss_peak_mb, rss_mb())
+            self.peak_mb = max(self.peak_mb, rss_mb())
+        else:
+            self.peak_mb = max(self.base_mb, _peak_rss_mb(), rss_mb())
         return False
 
     @property
     def delta_mb(self) -> float:
         return self.peak_mb - self.base_mb
-
-    @property
-    def rss_delta_mb(self) -> float:
-        return self.rss_peak_mb - self.rss_base_mb
 
 
 def _sample_prompt(tok, seed: int = 0, k: int = 1) -> tuple[list[str], list[str]]:
@@ -281,6 +315,11 @@ class Context:
     device: str = "cpu"
     prompt: str = ""
     rollouts: object = None
+    # CPU with a model loaded by name: the memory of the update and logprob parts is measured in a
+    # fresh worker process (a long-lived process's heap history skews RSS even in exact mode)
+    memory_worker: bool = False
+    memory_parts: tuple = ()
+    memory: dict | None = None
 
 
 def _fixed_rollouts(ctx: Context, cfg: BenchConfig):
@@ -321,43 +360,141 @@ def rows_rollout(r: dict) -> list[list[str]]:
 
 
 # ---------------------------------------------------------------- part 2: update cost vs m
-def part_update(ctx: Context, cfg: BenchConfig) -> dict:
+def _updater(model, ro, device: str, micro_batch_size: int):
+    """update(m) -> (seconds, completion tokens): one GRPO update on the first m rollouts of `ro`,
+    with the training defaults (optimizer, log-prob chunk) and 0/1 rewards (non-zero advantages)."""
     from minipods.grpo import group_advantages, grpo_update
     from minipods.train import make_config, make_optimizer
-    ro = _fixed_rollouts(ctx, cfg)
-    ms = [m for m in cfg.m_values if m <= len(ro)]
-    if len(ms) < 2:
-        raise ValueError(f"update part needs >= 2 m values <= n={len(ro)}, got {cfg.m_values}")
-    tcfg = make_config()  # the training defaults: optimizer, log-prob chunk
-    optimizer = make_optimizer(ctx.model, tcfg, ctx.device)
-    rewards = torch.tensor([float(i % 2) for i in range(len(ro))])  # a 0/1 mix: non-zero advantages
+    tcfg = make_config()
+    optimizer = make_optimizer(model, tcfg, device)
+    rewards = torch.tensor([float(i % 2) for i in range(len(ro))])
 
     def update(m):
         idx = list(range(m))  # one fixed set: the first m rollouts of the same n
         batch = ro.select(idx)
         adv = group_advantages(rewards[idx], batch.group)
-        _sync(ctx.device)
+        _sync(device)
         t0 = time.perf_counter()
-        grpo_update(ctx.model, optimizer, batch, adv, micro_batch_size=cfg.micro_batch_size, max_grad_norm=1.0,
+        grpo_update(model, optimizer, batch, adv, micro_batch_size=micro_batch_size, max_grad_norm=1.0,
                     chunk_tokens=tcfg.logprob_chunk)
-        _sync(ctx.device)
+        _sync(device)
         return time.perf_counter() - t0, int(batch.completion_mask.sum())
+    return update
 
-    update(ms[0])  # warm-up: optimizer state, lazy kernels
+
+def measure_update_memory(update, ms: list[int], device: str) -> dict[int, float]:
+    """Peak memory increase of one update for each m (after a warm-up update: optimizer state)."""
+    update(ms[0])
+    peaks = {}
+    with exact_cpu_memory(device):  # RSS = live memory; slower, so these runs are not timed
+        for m in ms:
+            with MemoryMeter(device) as mm:
+                update(m)
+            peaks[m] = mm.delta_mb
+    return peaks
+
+
+def measure_logprob_memory(model, b, chunk_tokens: int, device: str) -> dict:
+    """Peak memory of forward+backward through the chunked and the naive log-probs on batch `b`,
+    without and with gradient checkpointing of the backbone, and how far apart their values are."""
+    from minipods.grpo import naive_token_logprobs, token_logprobs
+    args = (b.prompt_ids, b.prompt_mask, b.completion_ids, b.completion_mask)
+    ntok = max(int(b.completion_mask.sum()), 1)
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+
+    def run(fn, **kw):
+        model.zero_grad(set_to_none=True)
+        with MemoryMeter(device) as mm:  # not timed: exact_cpu_memory slows CPU compute down
+            logp = fn(model, *args, **kw)
+            (-(logp.sum()) / ntok).backward()
+            _sync(device)
+        model.zero_grad(set_to_none=True)
+        return logp.detach().float().cpu(), {"peak_mb": mm.delta_mb}
+
+    model.train()
+    with torch.no_grad():  # warm-up
+        token_logprobs(model, *[a[:1] for a in args], chunk_tokens=chunk_tokens)
+    mask = b.completion_mask.bool()
+    runs = {}
+    for name, ckpt in (("plain", False), ("grad_ckpt", True)):
+        if ckpt:
+            base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        try:
+            with exact_cpu_memory(device):
+                lp_c, chunked = run(token_logprobs, chunk_tokens=chunk_tokens)
+                lp_n, naive = run(naive_token_logprobs)
+        finally:
+            if ckpt:
+                base.gradient_checkpointing_disable()
+        diff = float((lp_c - lp_n)[mask].abs().max()) if mask.any() else 0.0
+        runs[name] = {"chunked": chunked, "naive": naive, "ratio": ratio(naive["peak_mb"], chunked["peak_mb"]),
+                      "max_abs_diff": diff}
+    return runs
+
+
+def _isolated_memory(ctx: Context, cfg: BenchConfig) -> dict | None:
+    """The memory numbers of the update and logprob parts from one fresh worker (None: measure here)."""
+    if not ctx.memory_worker:
+        return None
+    if ctx.memory is None:
+        ro = _fixed_rollouts(ctx, cfg)
+        with tempfile.TemporaryDirectory(prefix="minipods-bench-") as d:
+            path = str(Path(d) / "rollouts.pt")
+            torch.save({k: getattr(ro, k) for k in ("prompt_ids", "prompt_mask", "completion_ids",
+                                                    "completion_mask", "group", "n")}, path)
+            ctx.memory = run_worker("memory", dict(
+                model=cfg.model, dtype=cfg.dtype, device=ctx.device, threads=cfg.threads, seed=cfg.seed,
+                lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha, rollouts=path, parts=list(ctx.memory_parts),
+                m_values=[m for m in cfg.m_values if m <= len(ro)], micro_batch_size=cfg.micro_batch_size,
+                logprob_batch=cfg.logprob_batch, logprob_chunk=cfg.logprob_chunk))
+        if "error" in ctx.memory:
+            raise RuntimeError(f"memory worker failed: {ctx.memory['error']}")
+    return ctx.memory
+
+
+def worker_memory(a: dict) -> dict:
+    from minipods.model import load_policy
+    from minipods.rollouts import Rollouts
+    exact = exact_memory_for_process()  # before anything is allocated: the whole heap history is exact
+    _set_threads(a["threads"])
+    torch.manual_seed(a["seed"])
+    model, _ = load_policy(a["model"], dtype=a["dtype"], device=a["device"], lora_r=a["lora_r"],
+                           lora_alpha=a["lora_alpha"])
+    d = torch.load(a["rollouts"])
+    ro = Rollouts(d["prompt_ids"], d["prompt_mask"], d["completion_ids"], d["completion_mask"], d["group"],
+                  [""] * len(d["group"]), d["n"])
+    out: dict = {"exact_memory": exact}
+    if "update" in a["parts"]:
+        update = _updater(model, ro, a["device"], a["micro_batch_size"])
+        out["update"] = {str(m): v for m, v in measure_update_memory(update, a["m_values"], a["device"]).items()}
+    if "logprob" in a["parts"]:
+        b = ro.select(list(range(min(a["logprob_batch"], len(ro)))))
+        out["logprob"] = measure_logprob_memory(model, b, a["logprob_chunk"], a["device"])
+    return out
+
+
+def part_update(ctx: Context, cfg: BenchConfig) -> dict:
+    ro = _fixed_rollouts(ctx, cfg)
+    ms = [m for m in cfg.m_values if m <= len(ro)]
+    if len(ms) < 2:
+        raise ValueError(f"update part needs >= 2 m values <= n={len(ro)}, got {cfg.m_values}")
+    update = _updater(ctx.model, ro, ctx.device, cfg.micro_batch_size)
+    mem = _isolated_memory(ctx, cfg)
+    if mem is None:
+        peaks, where, exact = measure_update_memory(update, ms, ctx.device), "in-process", None
+    else:
+        update(ms[0])  # warm-up: optimizer state, lazy kernels
+        peaks, where, exact = {int(k): v for k, v in mem["update"].items()}, "fresh worker", mem["exact_memory"]
     points = []
-    for m in ms:
-        times, peak, rss = [], float("-inf"), float("-inf")
-        for _ in range(max(1, cfg.repeats)):
-            with MemoryMeter(ctx.device) as mm:
-                dt, ntok = update(m)
-            times.append(dt)
-            peak, rss = max(peak, mm.delta_mb), max(rss, mm.rss_delta_mb)
-        points.append({"m": m, "seconds": float(np.median(times)), "peak_mb": peak, "rss_peak_mb": rss,
-                       "tokens": ntok})
+    for m in ms:  # timing: the normal allocator, nothing else running
+        times = [update(m) for _ in range(max(1, cfg.repeats))]
+        points.append({"m": m, "seconds": float(np.median([t for t, _ in times])), "peak_mb": peaks[m],
+                       "tokens": times[0][1]})
     slope, intercept, r2 = fit_linear([p["m"] for p in points], [p["seconds"] for p in points])
     full = [p for p in points if p["m"] >= cfg.micro_batch_size]  # micro-batch full: memory should be flat
     mslope = fit_linear([p["m"] for p in full], [p["peak_mb"] for p in full])[0] if len(full) >= 2 else float("nan")
-    return {"n": len(ro), "micro_batch_size": cfg.micro_batch_size, "points": points,
+    return {"n": len(ro), "micro_batch_size": cfg.micro_batch_size, "points": points, "memory_measured": where,
+            "exact_memory": exact,
             "slope_s_per_rollout": slope, "intercept_s": intercept, "r2": r2, "mem_slope_mb_per_rollout": mslope,
             "mem_range_mb_full_micro_batch": [min(p["peak_mb"] for p in full), max(p["peak_mb"] for p in full)]
             if full else None,
@@ -385,47 +522,17 @@ def part_logprob(ctx: Context, cfg: BenchConfig) -> dict:
     """Chunked vs naive log-probs, forward+backward on one batch, without and with gradient
     checkpointing of the backbone (the paper recipe uses it; it removes most backbone activations,
     so what is left is mostly the head's (tokens x vocab) logits, which chunking bounds)."""
-    from minipods.grpo import naive_token_logprobs, token_logprobs
     ro = _fixed_rollouts(ctx, cfg)
     b = ro.select(list(range(min(cfg.logprob_batch, len(ro)))))
-    args = (b.prompt_ids, b.prompt_mask, b.completion_ids, b.completion_mask)
-    ntok = max(int(b.completion_mask.sum()), 1)
-    model = ctx.model
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    vocab = base.get_output_embeddings().weight.shape[0]
-
-    def run(fn, **kw):
-        model.zero_grad(set_to_none=True)
-        _sync(ctx.device)
-        t0 = time.perf_counter()
-        with MemoryMeter(ctx.device) as mm:
-            logp = fn(model, *args, **kw)
-            (-(logp.sum()) / ntok).backward()
-            _sync(ctx.device)
-        dt = time.perf_counter() - t0
-        model.zero_grad(set_to_none=True)
-        return logp.detach().float().cpu(), {"peak_mb": mm.delta_mb, "rss_peak_mb": mm.rss_delta_mb, "seconds": dt}
-
-    model.train()
-    with torch.no_grad():  # warm-up
-        token_logprobs(model, *[a[:1] for a in args], chunk_tokens=cfg.logprob_chunk)
-    mask = b.completion_mask.bool()
-    runs = {}
-    for name, ckpt in (("plain", False), ("grad_ckpt", True)):
-        if ckpt:
-            base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        try:
-            lp_c, chunked = run(token_logprobs, chunk_tokens=cfg.logprob_chunk)
-            lp_n, naive = run(naive_token_logprobs)
-        finally:
-            if ckpt:
-                base.gradient_checkpointing_disable()
-        diff = float((lp_c - lp_n)[mask].abs().max()) if mask.any() else 0.0
-        runs[name] = {"chunked": chunked, "naive": naive, "ratio": ratio(naive["peak_mb"], chunked["peak_mb"]),
-                      "max_abs_diff": diff}
+    base = ctx.model.get_base_model() if hasattr(ctx.model, "get_base_model") else ctx.model
+    mem = _isolated_memory(ctx, cfg)
+    if mem is None:
+        runs, where = measure_logprob_memory(ctx.model, b, cfg.logprob_chunk, ctx.device), "in-process"
+    else:
+        runs, where = mem["logprob"], "fresh worker"
     return {"batch_size": len(b), "seq_len": b.prompt_ids.shape[1] + b.completion_ids.shape[1],
-            "completion_tokens": ntok, "vocab": vocab, "chunk_tokens": cfg.logprob_chunk, "runs": runs,
-            "memory_kind": MemoryMeter(ctx.device).kind,
+            "completion_tokens": int(b.completion_mask.sum()), "vocab": base.get_output_embeddings().weight.shape[0],
+            "chunk_tokens": cfg.logprob_chunk, "runs": runs, "memory_measured": where,
             "ratio": runs["plain"]["ratio"], "ratio_grad_ckpt": runs["grad_ckpt"]["ratio"],
             "max_abs_diff": max(r["max_abs_diff"] for r in runs.values())}
 
@@ -529,6 +636,9 @@ def part_trl(cfg: BenchConfig, device: str) -> dict:
     out = {"settings": s, "trl_version": importlib.metadata.version("trl"), "minipods": mp, "trl": tr}
     if "error" not in mp and "error" not in tr:
         out.update(time_ratio=ratio(tr["step_s"], mp["step_s"]),
+                   cpu_time_ratio=ratio(tr["step_cpu_s"], mp["step_cpu_s"]),
+                   rollout_ratio=ratio(tr["rollout_s"], mp["rollout_s"]),
+                   update_ratio=ratio(tr["update_s"], mp["update_s"]),
                    mem_ratio=ratio(tr["peak_delta_mb"], mp["peak_delta_mb"]),
                    peak_ratio=ratio(tr["peak_mb"], mp["peak_mb"]))
     out["notes"] = TRL_NOTES
@@ -544,10 +654,14 @@ TRL_NOTES = [
     "normalisation as minipods; std-scaled group advantages in both",
     "TRL computes per-token entropy in its fused LM head every step (for its metrics) and gathers metrics; "
     "minipods does not",
-    "TRL step time is on_step_end to on_step_end (includes its dataloader/callback overhead); minipods times run_step",
-    "memory: '+X' = peak increase during the warm step of malloc'd bytes (CPU) or torch allocated bytes (CUDA); "
-    "'peak' = the process's absolute peak RSS (CPU) or allocated (CUDA) then; TRL's process also holds "
-    "trl/datasets/pandas imports",
+    "TRL step time is on_step_end to on_step_end (includes its dataloader/callback overhead); "
+    "minipods times run_step. "
+    "generate = sampling + rewards + advantages (TRL: _generate_and_score_completions; minipods: run_step's "
+    "rollout_s); update = the rest. cpu = process CPU time, less sensitive than wall time to other jobs on a "
+    "shared CPU",
+    "memory: 'peak' = the process's peak RSS (CPU, normal allocator, so it includes glibc's cached heap) or "
+    "torch allocated bytes (CUDA) during the warm step; '+X' = that peak minus the memory just before the step. "
+    "TRL's process also holds trl/datasets/pandas imports",
 ]
 
 
@@ -562,9 +676,14 @@ def rows_trl(r: dict) -> list[list[str]]:
             rows.append(["trl", f"{name} ({what})", "failed: " + x["error"][:200]])
         else:
             rows.append(["trl", f"{name} ({what})",
-                         f"{fmt_s(x['step_s'])}, peak {fmt_mb(x['peak_mb'])} (+{fmt_mb(x['peak_delta_mb'])})"])
+                         f"{fmt_s(x['step_s'])} (cpu {fmt_s(x['step_cpu_s'])}; generate {fmt_s(x['rollout_s'])} + "
+                         f"update {fmt_s(x['update_s'])}), "
+                         f"peak {fmt_mb(x['peak_mb'])} (+{fmt_mb(x['peak_delta_mb'])})"])
     if "time_ratio" in r:
-        rows.append(["trl", "TRL / minipods: step time", fmt_x(r["time_ratio"])])
+        rows.append(["trl", "TRL / minipods: step time, wall (cpu)",
+                     f"{fmt_x(r['time_ratio'])} ({fmt_x(r['cpu_time_ratio'])})"])
+        rows.append(["trl", "TRL / minipods: generate phase; update phase",
+                     f"{fmt_x(r['rollout_ratio'])}; {fmt_x(r['update_ratio'])}"])
         rows.append(["trl", "TRL / minipods: memory (step increase; absolute peak)",
                      f"{fmt_x(r['mem_ratio'])}; {fmt_x(r['peak_ratio'])}"])
     return rows
@@ -595,13 +714,13 @@ def worker_minipods_step(a: dict) -> dict:
     load_mb = torch.cuda.memory_allocated() / 2**20 if device.startswith("cuda") else rss_mb()
     run_step(model, tok, optimizer, cfg, items, 1)
     with MemoryMeter(device) as mm:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         row = run_step(model, tok, optimizer, cfg, items, 2)
         _sync(device)
-        dt = time.perf_counter() - t0
-    return {"step_s": dt, "rollout_s": row["rollout_s"], "update_s": row["update_s"], "peak_delta_mb": mm.delta_mb,
-            "memory_kind": mm.kind, "peak_mb": mm.rss_peak_mb if not mm.cuda else mm.peak_mb,
-            "rss_delta_mb": mm.rss_delta_mb, "after_load_mb": load_mb, "tokens": row["tokens"],
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"step_s": dt, "step_cpu_s": cpu, "rollout_s": row["rollout_s"], "update_s": row["update_s"],
+            "peak_delta_mb": mm.delta_mb, "peak_mb": mm.peak_mb, "memory_kind": mm.kind, "after_load_mb": load_mb,
+            "tokens": row["tokens"],
             "process_max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "threads": torch.get_num_threads()}
 
@@ -641,19 +760,31 @@ def worker_trl_step(a: dict) -> dict:
     device = "cuda" if cuda else "cpu"
     load_mb = torch.cuda.memory_allocated() / 2**20 if cuda else rss_mb()
     res: dict = {}
+    gen = {"s": 0.0}
+    inner = trainer._generate_and_score_completions  # generation + rewards + advantages of one step
+
+    def timed_generate(*a, **kw):
+        t0 = time.perf_counter()
+        try:
+            return inner(*a, **kw)
+        finally:
+            _sync(device)
+            gen["s"] += time.perf_counter() - t0
+    trainer._generate_and_score_completions = timed_generate
 
     class StepTimer(TrainerCallback):
         def on_step_end(self, args, state, control, **kw):
             _sync(device)
             if state.global_step == 1:
                 self.mm = MemoryMeter(device).__enter__()
-                self.t0 = time.perf_counter()
+                self.t0, self.c0, gen["s"] = time.perf_counter(), time.process_time(), 0.0
             elif state.global_step == 2:
                 res["step_s"] = time.perf_counter() - self.t0
+                res["step_cpu_s"] = time.process_time() - self.c0
+                res["rollout_s"] = gen["s"]
+                res["update_s"] = res["step_s"] - gen["s"]
                 self.mm.__exit__(None, None, None)
-                mm = self.mm
-                res.update(peak_delta_mb=mm.delta_mb, memory_kind=mm.kind, rss_delta_mb=mm.rss_delta_mb,
-                           peak_mb=mm.rss_peak_mb if not mm.cuda else mm.peak_mb)
+                res.update(peak_delta_mb=self.mm.delta_mb, peak_mb=self.mm.peak_mb, memory_kind=self.mm.kind)
 
     trainer.add_callback(StepTimer())
     trainer.train()
@@ -747,13 +878,15 @@ def rows_cuda(r: dict) -> list[list[str]]:
 # ---------------------------------------------------------------- driver
 ROWS = {"rollout": rows_rollout, "update": rows_update, "logprob": rows_logprob, "select": rows_select,
         "trl": rows_trl, "cuda": rows_cuda}
-WORKERS = {"minipods_step": worker_minipods_step, "trl_step": worker_trl_step, "cuda_recipe": worker_cuda_recipe}
+WORKERS = {"minipods_step": worker_minipods_step, "trl_step": worker_trl_step, "cuda_recipe": worker_cuda_recipe,
+           "memory": worker_memory}
 
 NOTES = {
     "rollout": "batched/sequential: one generate call decodes all n sequences per forward pass, so the weights are "
                "read once per step for n tokens; why generating many rollouts is cheap (PODS's premise)",
     "update": "update time grows ~linearly with the m kept rollouts (never with the n generated); peak memory is "
-              "set by the micro-batch, so it stops growing once m >= micro-batch",
+              "set by the micro-batch, so it stops growing once m >= micro-batch (memory: exact allocator mode; "
+              "times: separate runs, normal allocator)",
     "logprob": "naive materialises (batch x length x vocab) logits and their log-softmax for backward; the chunked "
                "version keeps only (chunk x vocab) at a time and recomputes it in backward. Without checkpointing the "
                "backbone's activations dominate a small model's peak; with it (the paper recipe) the logits do",
@@ -779,8 +912,11 @@ def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, lo
             log(f"loading {cfg.model} ({cfg.dtype}) ...")
             model, tokenizer = load_policy(cfg.model, dtype=cfg.dtype, device=device, lora_r=cfg.lora_r,
                                            lora_alpha=cfg.lora_alpha)
+            ctx.memory_worker = True  # on CPU its memory is measured in a fresh process (loads it by name)
         ctx.model, ctx.tok = model, tokenizer
         ctx.device = str(next(model.parameters()).device)
+        ctx.memory_worker = ctx.memory_worker and not ctx.device.startswith("cuda")
+        ctx.memory_parts = tuple(p for p in ("update", "logprob") if p in parts)
         ctx.prompt = _sample_prompt(tokenizer, cfg.seed)[0][0]
     results: dict = {}
     for part in parts:

@@ -2,8 +2,8 @@
 
 The committed .ipynb files are what readers open; this script is how they are authored, so that a
 change to a notebook is a reviewable diff of Python strings. Edit the cells here, re-run the script,
-and commit both. `--check` exits 1 if a committed notebook differs from what this script writes
-(tests/test_notebooks.py runs the same check).
+and commit both. `--check` exits 1 if a committed notebook's cells differ from the ones here
+(tests/test_notebooks.py runs the same check, and also that committed notebooks carry no outputs).
 
 Every notebook reads MINIPODS_NB_SMALL=1 (tiny sizes, for the test suite) and otherwise runs at the
 sizes meant for reading (a few minutes each on a laptop CPU). Notebooks import minipods and never
@@ -365,7 +365,7 @@ for name, text, want in fmt_cases:
 
 Now the real thing: $n$ rollouts of SmolLM2-135M-Instruct for a few GSM8K questions, scored with
 `score_completions`. A 135M model solves very few GSM8K problems, so most groups are all wrong. The
-package's synthetic word problems (`data.synthetic_problems`, one or two arithmetic steps; not part of
+package's synthetic word problems (`data.synthetic_problems`, one arithmetic step each; not part of
 the paper) are easy enough to give mixed groups more often; we score both.
 """),
     code(r'''
@@ -901,13 +901,18 @@ else:
     md(r"""
 ## 4. Update time and memory grow with $m$
 
-The update's cost is set by the rollouts it trains on. We time `grpo_update` on the first $m$ rows for
-growing $m$ (random advantages — their values don't change the cost), and measure the **activation
-memory** of one forward pass over all $m$ at once: the bytes autograd saves for backward, counted with
-`torch.autograd.graph.saved_tensors_hooks` (parameters excluded). Activations grow linearly with the
-batch; gradient accumulation over micro-batches caps the *peak* at `micro_batch_size` sequences but
-then the micro-batches run one after another, so time still grows linearly with $m$. This is the cost
-PODS keeps fixed while it raises $n$.
+The update's cost is set by the rollouts it trains on. We run `grpo_update` on $m$ rollouts for growing
+$m$ — the same few rollouts repeated, so that every micro-batch has the same size and length and only
+$m$ changes (random advantages: their values don't change the cost) — and measure
+
+* its time, and its peak extra memory (`bench.MemoryMeter`);
+* the **activation memory** of one forward pass over all $m$ at once: the bytes autograd saves for
+  backward, counted with `torch.autograd.graph.saved_tensors_hooks` (parameters excluded).
+
+Activations grow linearly with the batch (sequences × padded length). Gradient accumulation over
+micro-batches caps the update's *peak* at about one micro-batch's activations, but the micro-batches
+run one after another, so time keeps growing linearly with $m$. This is the cost PODS holds fixed while
+it raises $n$. (`python -m minipods.bench` measures the same with repeats and fitted slopes.)
 """),
     code(r'''
 def activation_bytes(mdl, fn):
@@ -923,20 +928,31 @@ def activation_bytes(mdl, fn):
         fn()
     return total[0]
 
+from minipods.bench import MemoryMeter  # peak memory of a code block (CPU: bytes held through malloc)
+
+micro = 2 if SMALL else 4                  # micro_batch_size of the update
 ms = [1, 2, 4] if SMALL else [1, 2, 4, 8, 16]
+opt_t = make_optimizer(model, make_config(lr=1e-9), "cpu")
+grpo_update(model, opt_t, ro.select([0]), torch.randn(1), micro_batch_size=micro)  # warm-up: creates the AdamW state
 cost = []
 for k in ms:
-    b = ro.select(list(range(k)))
+    b = ro.select([i % micro for i in range(k)])  # the same `micro` rollouts repeated: only m changes
     act = activation_bytes(model, lambda: token_logprobs(model, b.prompt_ids, b.prompt_mask, b.completion_ids, b.completion_mask))
-    t = time.perf_counter()
-    grpo_update(model, make_optimizer(model, make_config(lr=1e-9), "cpu"), b, torch.randn(k), micro_batch_size=4)
-    cost.append((k, time.perf_counter() - t, act / 2**20, int(b.completion_mask.sum())))
-    print(f"m={k:2d}: update {cost[-1][1]:5.2f} s | activations of one full-batch forward {cost[-1][2]:7.1f} MB | {cost[-1][3]} tokens")
-assert all(x[2] < y[2] for x, y in zip(cost, cost[1:]))  # activation memory grows with m
+    with MemoryMeter("cpu") as mm:
+        t = time.perf_counter()
+        grpo_update(model, opt_t, b, torch.randn(k), micro_batch_size=micro)
+        dt = time.perf_counter() - t
+    cost.append(dict(m=k, seconds=dt, act_mb=act / 2**20, peak_mb=mm.delta_mb, tokens=int(b.completion_mask.sum())))
+    print(f"m={k:2d} ({cost[-1]['tokens']:4d} tokens): update {dt:5.2f} s | peak extra memory of the update "
+          f"{mm.delta_mb:7.1f} MB | activations of one forward over all m {cost[-1]['act_mb']:7.1f} MB")
+assert all(x["act_mb"] < y["act_mb"] for x, y in zip(cost, cost[1:]))  # activation memory grows with m
 
-fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.3))
-a1.plot(ms, [c[1] for c in cost], "o-"); a1.set_xlabel("kept rollouts m"); a1.set_ylabel("update seconds")
-a2.plot(ms, [c[2] for c in cost], "o-", color="tab:orange"); a2.set_xlabel("kept rollouts m"); a2.set_ylabel("activation MB")
+fig, axes = plt.subplots(1, 3, figsize=(13, 3.3))
+for ax, key, label, color in zip(axes, ("seconds", "act_mb", "peak_mb"),
+                                 ("update seconds", "activations, all m at once (MB)", f"update peak, micro-batch {micro} (MB)"),
+                                 ("tab:blue", "tab:orange", "tab:green")):
+    ax.plot(ms, [c[key] for c in cost], "o-", color=color); ax.set_xlabel("kept rollouts m"); ax.set_ylabel(label)
+axes[2].axvline(micro, color="grey", ls=":", label="m = micro-batch"); axes[2].legend(fontsize=8)
 plt.tight_layout(); plt.show()
 '''),
     md(r"""
@@ -1040,7 +1056,10 @@ assert mem["AdamW state"] == 2 * mem["LoRA adapter"]   # exp_avg and exp_avg_sq,
 fig, ax = plt.subplots(figsize=(8, 3))
 ax.barh(list(mem), [v / 2**20 for v in mem.values()],
         color=["tab:blue", "tab:cyan", "lightgrey", "tab:green", "tab:olive", "tab:orange", "tab:red"])
-ax.set_xscale("log"); ax.set_xlabel("MB (log scale)"); ax.invert_yaxis(); ax.set_title("memory of a 4-bit LoRA update")
+for i, v in enumerate(mem.values()):
+    ax.text(v / 2**20, i, f" {v / 2**20:.2f} MB", va="center", fontsize=8)
+ax.set_xlim(0, 1.25 * max(mem.values()) / 2**20); ax.set_xlabel("MB"); ax.invert_yaxis()
+ax.set_title("memory of a 4-bit LoRA update")
 plt.tight_layout(); plt.show()
 '''),
     md(r"""
@@ -1072,10 +1091,12 @@ look at *where the time goes* and explain why, on this CPU, PODS does **not** wi
 | mode | model | task | arms |
 |---|---|---|---|
 | SMALL (tests) | tiny random 2-layer model | synthetic problems | GRPO $n=m=2$ vs PODS $n=4, m=2$, 3 steps — mechanics only |
-| full | SmolLM2-135M-Instruct | synthetic problems | the `small` preset: GRPO $n=m=4$ vs PODS $n=8, m=4$, 6 steps |
+| full | SmolLM2-135M-Instruct | synthetic problems | the `small` preset (GRPO $n=m=4$ vs PODS $n=8, m=4$), cut to 2 prompts per step, 6 steps, 16 test questions |
 
-Set `MINIPODS_NB_COMPARE_DIR` to a folder written by `python -m minipods.compare` (e.g. the full
-16-step `--small` run) to plot that instead of running one here.
+To plot a finished comparison instead of running one here, set `MINIPODS_NB_COMPARE_DIR` to its
+folder (an absolute path), e.g. after `python -m minipods.compare --small --output-dir runs/compare`
+in the repository root (the full 16-step preset). Re-running this notebook reuses its own finished arms
+in `runs/nb05` (`minipods.compare` skips arms marked done).
 """),
     code(SETUP + r'''
 from IPython.display import Image, Markdown, display
@@ -1098,7 +1119,7 @@ elif SMALL:
 else:
     out = compare.run_comparison(
         "runs/nb05", arms=("grpo", "pods_max_variance"), preset="small", log=print,
-        data="synthetic", max_steps=6, eval_every=3, eval_limit=16)
+        data="synthetic", prompts_per_step=2, max_steps=6, eval_every=3, eval_limit=16)
 '''),
     md(r"""
 ## 1. The figures
@@ -1141,57 +1162,58 @@ ax.set_xlabel("step"); ax.set_ylabel("seconds"); ax.legend(fontsize=8); ax.set_t
     md(r"""
 ## 3. When does PODS win?
 
-Write a step's time as generation plus update, $T = g\,n + u\,m$ per prompt, with $g$ the marginal
-time to generate one more rollout (small while the generation batch has spare parallel capacity) and
-$u$ the time to train on one. PODS$(n, m)$ against
-GRPO$(m, m)$, both updating on $m$:
+Per step, GRPO$(m, m)$ generates and trains on $m$ rollouts per prompt; PODS$(n, m)$ generates $n$
+and trains on the same $m$. With $G(k)$ the time to generate $k$ rollouts per prompt and $U$ the time
+of the update (the same $m$ rollouts for both):
 
-$$\frac{T_{\text{PODS}}}{T_{\text{GRPO}}} = \frac{(n/m)\,(g/u) + 1}{(g/u) + 1} \;\in\; \Big[1,\ \frac nm\Big].$$
+$$\frac{T_{\text{PODS}}}{T_{\text{GRPO}}} = 1 + \frac{G(n) - G(m)}{G(m) + U}
+= 1 + b\,\Big(\frac nm - 1\Big)\,s,\qquad
+s = \frac{G(m)}{G(m) + U},\quad b = \frac{G(n) - G(m)}{(n/m - 1)\,G(m)} .$$
 
-* **GPU (the paper):** generation is batched and memory-bound, so extra rollouts are almost free
-  (notebook 01) while the update — forward *and* backward, activations, micro-batches run in sequence
-  (notebook 04) — dominates: $g/u \ll 1$, the ratio is close to 1, and PODS's step costs about what
-  GRPO's does but learns from a better-chosen, more contrastive set of rollouts. That is the regime
-  of the paper's speed-ups.
-* **CPU (here):** two cores have little parallel headroom (notebook 01: throughput grows far less than
-  linearly with batch size) and every rollout still costs one sequential forward step per generated
-  token. The measured $g/u$ is of order 1 or more, so the $n-m$ extra rollouts cost about as much as
-  training on them would, PODS's step is clearly slower than GRPO's (≈ $\frac{n/m+1}{2}$ times when
-  $g \approx u$), and generation is most of a PODS step. The better-chosen rollouts would have to make
-  each step that much more effective, which short CPU runs do not show.
+$s$ is generation's share of a GRPO step. $b$ compares the extra rollouts with linear scaling: $b = 1$
+means they cost proportionally more, $b \to 0$ means they are nearly free because they ride along in
+the same batched decoding steps (notebook 01).
 
-The measured $g/u$ of the runs above, placed on the curve:
+* **GPU (the paper):** the update — forward *and* backward, activation memory, micro-batches run one
+  after another (notebook 04) — is the bottleneck (small $s$), and decoding 64 rollouts per prompt in
+  parallel costs little more than 16 (small $b$). PODS's step then costs about what GRPO's does, while
+  the $m$ rollouts it trains on are the most contrastive of $n$. That is the regime of the paper's
+  speed-ups.
+* **CPU (here):** two cores have little parallel headroom, so $b$ is larger, and with a small model
+  generation is a large share of the step. The measured point is below. The other half of the argument —
+  that max-variance rollouts make each step *more effective* — needs many steps and a large test set:
+  a few CPU steps scored on 16 test questions cannot show it (one question moves accuracy by 6 points,
+  and the untrained model often already "reaches" GRPO's peak, which the summary reports as `at t=0`).
 """),
     code(r'''
-def per_rollout(rs, cfg):
-    prompts = cfg["prompts_per_step"]
-    g = np.mean([r["rollout_s"] for r in rs]) / (prompts * cfg["n"])
-    u = np.mean([r["update_s"] for r in rs]) / (prompts * cfg["m"])
-    return g, u
-
-ratio = lambda x, k: (k * x + 1) / (x + 1)
-x = np.logspace(-2, 2, 200)
-fig, ax = plt.subplots(figsize=(7, 3.6))
-for k in (2, 4):
-    ax.semilogx(x, ratio(x, k), label=f"n/m = {k}" + (" (paper: 64/16)" if k == 4 else ""))
-for arm in rows:
-    g, u = per_rollout(rows[arm], cfgs[arm])
-    print(f"{arm:18s}: generate {g * 1e3:7.1f} ms/rollout, update {u * 1e3:7.1f} ms/rollout -> g/u = {g / u:.2f}")
-    assert g > 0 and u > 0
-g, u = per_rollout(rows["grpo"], cfgs["grpo"])
-k = cfgs["pods_max_variance"]["n"] / cfgs["pods_max_variance"]["m"]
-ax.plot([g / u], [ratio(g / u, k)], "o", color="black", label=f"measured here (g/u = {g / u:.2f})")
-ax.set_xlabel("g / u  (generation vs. update cost per rollout)"); ax.set_ylabel("PODS / GRPO step time")
-ax.legend(); ax.grid(alpha=0.3); plt.show()
+G_m = np.mean([r["rollout_s"] for r in rows["grpo"]])               # generate m per prompt
+G_n = np.mean([r["rollout_s"] for r in rows["pods_max_variance"]])  # generate n per prompt
+U = np.mean([r["update_s"] for arm in rows for r in rows[arm]])     # update on m per prompt (both arms)
+n_over_m = cfgs["pods_max_variance"]["n"] / cfgs["pods_max_variance"]["m"]
+s = G_m / (G_m + U)
+b = (G_n - G_m) / ((n_over_m - 1) * G_m)
+print(f"G(m) = {G_m:.2f} s, G(n) = {G_n:.2f} s (linear scaling would be {n_over_m * G_m:.2f} s), U = {U:.2f} s")
+print(f"generation share s = {s:.2f}, batching factor b = {b:.2f} -> predicted PODS/GRPO step time {1 + b * (n_over_m - 1) * s:.2f}")
 pods_s = np.mean([r["step_s"] for r in rows["pods_max_variance"]]); grpo_s = np.mean([r["step_s"] for r in rows["grpo"]])
-print(f"measured step time: PODS {pods_s:.2f} s vs GRPO {grpo_s:.2f} s (ratio {pods_s / grpo_s:.2f}; model predicts {ratio(g / u, k):.2f})")
+print(f"measured: PODS {pods_s:.2f} s/step vs GRPO {grpo_s:.2f} s/step (ratio {pods_s / grpo_s:.2f})")
+assert G_m > 0 and G_n > 0 and U > 0
+
+shares = np.linspace(0, 1, 101)
+fig, ax = plt.subplots(figsize=(7, 3.6))
+for bb in (1.0, 0.5, 0.1):
+    ax.plot(shares, 1 + bb * (n_over_m - 1) * shares, label=f"n/m = {n_over_m:g} (this run), b = {bb}")
+ax.plot(shares, 1 + 3 * shares, "--", color="grey", label="n/m = 4 (paper's 64/16), b = 1")
+ax.plot([s], [1 + b * (n_over_m - 1) * s], "o", color="black", label="measured here")
+ax.set_xlabel("s = generation share of a GRPO step"); ax.set_ylabel("PODS / GRPO step time")
+ax.legend(fontsize=8); ax.grid(alpha=0.3); plt.show()
 '''),
     md(r"""
 **Takeaways.** PODS trades cheap, parallel inference for expensive, memory-bound training: generate
-many rollouts, train on the few with the largest reward spread. The trade pays off when the update
-dominates a step — a GPU with batched generation, as in the paper — and not when generation dominates,
-as on this 2-core CPU. The comparison harness, figures and summary are the same in both cases:
-`python -m minipods.compare --small` here, `--preset paper` on a GPU.
+many rollouts, train on the few with the largest reward spread. Its extra cost per step,
+$b\,(n/m-1)\,s$, is small when the extra rollouts batch well and the update dominates the step — a GPU,
+as in the paper; its gain, more signal per update, shows only over many steps. The harness, figures
+and summary are the same everywhere: `python -m minipods.compare --small` here, `--preset paper` on a
+GPU.
 """),
     code(FOOTER),
 ]
@@ -1221,6 +1243,10 @@ def build(name: str, cells) -> nbformat.NotebookNode:
     return nb
 
 
+def _content(nb) -> list[tuple[str, str]]:
+    return [(c.cell_type, c.source) for c in nb.cells]
+
+
 def render(name: str, cells) -> str:
     return nbformat.writes(build(name, cells)) + "\n"
 
@@ -1235,13 +1261,15 @@ def main(argv=None) -> int:
         path = NB_DIR / name
         text = render(name, cells)
         if args.check:
-            if not path.is_file() or path.read_text() != text:
+            # compare what a reader sees (cell kinds and sources), not metadata Jupyter may rewrite on save
+            if not path.is_file() or _content(nbformat.reads(path.read_text(), as_version=4)) != _content(build(name, cells)):
                 stale.append(name)
         else:
             path.write_text(text)
             print(f"wrote {path.relative_to(ROOT)}")
     if stale:
-        print("out of date (run python scripts/make_notebooks.py): " + ", ".join(stale), file=sys.stderr)
+        print("notebook cells differ from scripts/make_notebooks.py (edit the cells there and re-run it): "
+              + ", ".join(stale), file=sys.stderr)
         return 1
     return 0
 
