@@ -18,9 +18,10 @@ on them is expensive and memory-bound, so generate n and update on m < n. These 
 Memory: on CUDA, torch's peak allocated bytes over the measurement. On CPU, the process's peak
 resident set size (the kernel's high-water mark, reset just before) minus the RSS before. glibc
 keeps freed heap memory cached and fragmented, which made such RSS peaks off by up to ~3x from the
-memory in use, so the memory measurements of the update and logprob parts run with glibc mapping
-every block >= 64 KiB on its own (exact_cpu_memory), and their times come from separate runs with
-the normal allocator. The `trl` part runs each framework in a fresh subprocess and reports the
+memory in use, so the memory measurements of the update and logprob parts run in a fresh worker
+process with glibc mapping every block >= 64 KiB on its own (exact_cpu_memory; in-process for a
+model passed in, e.g. in tests), and the update times come from separate runs with the normal
+allocator. The `trl` part runs each framework in a fresh subprocess and reports the
 plain peak RSS of its warm step (what a user would see); `cuda` runs in a subprocess too.
 
 `--quick` sizes everything for a shared 2-core CPU (a few minutes) and, unless --threads is given,
@@ -885,8 +886,8 @@ NOTES = {
     "rollout": "batched/sequential: one generate call decodes all n sequences per forward pass, so the weights are "
                "read once per step for n tokens; why generating many rollouts is cheap (PODS's premise)",
     "update": "update time grows ~linearly with the m kept rollouts (never with the n generated); peak memory is "
-              "set by the micro-batch, so it stops growing once m >= micro-batch (memory: exact allocator mode; "
-              "times: separate runs, normal allocator)",
+              "set by the micro-batch, so it stops growing once m >= micro-batch (memory: a fresh worker process "
+              "in exact allocator mode; times: separate runs here, normal allocator)",
     "logprob": "naive materialises (batch x length x vocab) logits and their log-softmax for backward; the chunked "
                "version keeps only (chunk x vocab) at a time and recomputes it in backward. Without checkpointing the "
                "backbone's activations dominate a small model's peak; with it (the paper recipe) the logits do",

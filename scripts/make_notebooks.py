@@ -113,6 +113,7 @@ from minipods.data import load_task, build_prompt
 P = 2 if SMALL else 4  # prompts
 items, source = load_task("gsm8k", "train", limit=P)
 print("data:", source)
+assert source.startswith("gsm8k") or not os.environ.get("MINIPODS_GSM8K_DIR"), "MINIPODS_GSM8K_DIR is set but unreadable"
 print(items[0]["question"], "\n-> gold answer:", items[0]["gold"])
 prompts = [build_prompt(tok, it["question"]) for it in items]
 print("-" * 60)
@@ -296,6 +297,7 @@ from minipods.rewards import normalize_number
 
 items, source = load_task("gsm8k", "train", limit=8)
 print("data:", source, "\n")
+assert source.startswith("gsm8k") or not os.environ.get("MINIPODS_GSM8K_DIR"), "MINIPODS_GSM8K_DIR is set but unreadable"
 print(items[0]["answer"])
 print("\ngold:", items[0]["gold"])
 assert all(parse_gold(it["answer"], "nb") == it["gold"] for it in items)
@@ -903,32 +905,46 @@ else:
 
 The update's cost is set by the rollouts it trains on. We run `grpo_update` on $m$ rollouts for growing
 $m$ — the same few rollouts repeated, so that every micro-batch has the same size and length and only
-$m$ changes (random advantages: their values don't change the cost) — and measure
+$m$ changes (random advantages: their values don't change the cost). We time it, and track the
+**activations held for backward** with `torch.autograd.graph.saved_tensors_hooks`: each tensor autograd
+saves (parameters excluded) counts from when it is saved until backward releases it, and we record the
+peak — for one forward pass over all $m$ at once, and over the whole micro-batched `grpo_update`.
 
-* its time, and its peak extra memory (`bench.MemoryMeter`);
-* the **activation memory** of one forward pass over all $m$ at once: the bytes autograd saves for
-  backward, counted with `torch.autograd.graph.saved_tensors_hooks` (parameters excluded).
-
-Activations grow linearly with the batch (sequences × padded length). Gradient accumulation over
-micro-batches caps the update's *peak* at about one micro-batch's activations, but the micro-batches
-run one after another, so time keeps growing linearly with $m$. This is the cost PODS holds fixed while
-it raises $n$. (`python -m minipods.bench` measures the same with repeats and fitted slopes.)
+Activations grow linearly with the batch (sequences × padded length). `grpo_update` runs forward and
+backward one micro-batch at a time (gradient accumulation), so only one micro-batch's activations are
+ever held: memory is capped, but the micro-batches run one after another and time keeps growing
+linearly with $m$. This is the cost PODS holds fixed while it raises $n$. (`python -m minipods.bench`
+measures time and the process's peak memory with repeats and fitted slopes.)
 """),
     code(r'''
-def activation_bytes(mdl, fn):
-    """Bytes of distinct non-parameter tensors autograd saves for backward while fn() runs."""
+import weakref
+
+class _Saved:  # a weak-referenceable box for one tensor autograd saves for backward
+    __slots__ = ("t", "__weakref__")
+    def __init__(self, t): self.t = t
+
+def peak_saved_bytes(mdl, fn):
+    """Peak bytes of distinct non-parameter tensors held for backward while fn() runs. A tensor counts
+    from when autograd saves it until backward releases it (the box is garbage-collected)."""
     params = {p.untyped_storage().data_ptr() for p in mdl.parameters()}
-    seen, total = set(), [0]
+    live, st = {}, {"cur": 0, "peak": 0}
+    def release(ptr):
+        live[ptr][1] -= 1
+        if live[ptr][1] == 0:
+            st["cur"] -= live.pop(ptr)[0]
     def pack(t):
         ptr = t.untyped_storage().data_ptr()
-        if ptr not in seen and ptr not in params:
-            seen.add(ptr); total[0] += t.untyped_storage().nbytes()
-        return t
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        if ptr in params:
+            return t
+        if ptr not in live:
+            live[ptr] = [t.untyped_storage().nbytes(), 0]
+            st["cur"] += live[ptr][0]; st["peak"] = max(st["peak"], st["cur"])
+        live[ptr][1] += 1
+        box = _Saved(t); weakref.finalize(box, release, ptr)
+        return box
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x.t if isinstance(x, _Saved) else x):
         fn()
-    return total[0]
-
-from minipods.bench import MemoryMeter  # peak memory of a code block (CPU: bytes held through malloc)
+    return st["peak"]
 
 micro = 2 if SMALL else 4                  # micro_batch_size of the update
 ms = [1, 2, 4] if SMALL else [1, 2, 4, 8, 16]
@@ -937,22 +953,22 @@ grpo_update(model, opt_t, ro.select([0]), torch.randn(1), micro_batch_size=micro
 cost = []
 for k in ms:
     b = ro.select([i % micro for i in range(k)])  # the same `micro` rollouts repeated: only m changes
-    act = activation_bytes(model, lambda: token_logprobs(model, b.prompt_ids, b.prompt_mask, b.completion_ids, b.completion_mask))
-    with MemoryMeter("cpu") as mm:
-        t = time.perf_counter()
-        grpo_update(model, opt_t, b, torch.randn(k), micro_batch_size=micro)
-        dt = time.perf_counter() - t
-    cost.append(dict(m=k, seconds=dt, act_mb=act / 2**20, peak_mb=mm.delta_mb, tokens=int(b.completion_mask.sum())))
-    print(f"m={k:2d} ({cost[-1]['tokens']:4d} tokens): update {dt:5.2f} s | peak extra memory of the update "
-          f"{mm.delta_mb:7.1f} MB | activations of one forward over all m {cost[-1]['act_mb']:7.1f} MB")
-assert all(x["act_mb"] < y["act_mb"] for x, y in zip(cost, cost[1:]))  # activation memory grows with m
+    act_all = peak_saved_bytes(model, lambda: token_logprobs(model, b.prompt_ids, b.prompt_mask, b.completion_ids,
+                                                             b.completion_mask)) / 2**20
+    t = time.perf_counter()
+    act_upd = peak_saved_bytes(model, lambda: grpo_update(model, opt_t, b, torch.randn(k), micro_batch_size=micro)) / 2**20
+    cost.append(dict(m=k, seconds=time.perf_counter() - t, act_all=act_all, act_upd=act_upd))
+    print(f"m={k:2d}: update {cost[-1]['seconds']:5.2f} s | activations held at once: one forward over all m "
+          f"{act_all:7.1f} MB, grpo_update (micro-batch {micro}) {act_upd:7.1f} MB")
+assert all(x["act_all"] < y["act_all"] for x, y in zip(cost, cost[1:]))         # grows with m ...
+capped = [c["act_upd"] for c in cost if c["m"] >= micro]
+assert max(capped) < 1.01 * min(capped) and capped[-1] < cost[-1]["act_all"]    # ... but not in the update
 
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.3))
-for ax, key, label, color in zip(axes, ("seconds", "act_mb", "peak_mb"),
-                                 ("update seconds", "activations, all m at once (MB)", f"update peak, micro-batch {micro} (MB)"),
-                                 ("tab:blue", "tab:orange", "tab:green")):
-    ax.plot(ms, [c[key] for c in cost], "o-", color=color); ax.set_xlabel("kept rollouts m"); ax.set_ylabel(label)
-axes[2].axvline(micro, color="grey", ls=":", label="m = micro-batch"); axes[2].legend(fontsize=8)
+fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.4))
+a1.plot(ms, [c["seconds"] for c in cost], "o-"); a1.set_xlabel("kept rollouts m"); a1.set_ylabel("update seconds")
+a2.plot(ms, [c["act_all"] for c in cost], "o-", color="tab:orange", label="one forward over all m")
+a2.plot(ms, [c["act_upd"] for c in cost], "s--", color="tab:green", label=f"grpo_update, micro-batches of {micro}")
+a2.set_xlabel("kept rollouts m"); a2.set_ylabel("activations held for backward (MB)"); a2.legend(fontsize=8)
 plt.tight_layout(); plt.show()
 '''),
     md(r"""
@@ -1030,7 +1046,7 @@ qro = generate_rollouts(q_model, q_tok, [build_prompt(q_tok, it["question"]) for
 qadv = torch.tensor([1.0, -1.0] * 2)
 before = {k: v.detach().clone() for k, v in q_model.named_parameters() if v.requires_grad}
 q_opt = make_optimizer(q_model, make_config(lr=1e-3), "cpu")
-act = activation_bytes(q_model, lambda: token_logprobs(q_model, qro.prompt_ids, qro.prompt_mask, qro.completion_ids,
+act = peak_saved_bytes(q_model, lambda: token_logprobs(q_model, qro.prompt_ids, qro.prompt_mask, qro.completion_ids,
                                                       qro.completion_mask))
 q_stats = grpo_update(q_model, q_opt, qro, qadv, micro_batch_size=4)
 changed = sum(not torch.equal(p, before[k]) for k, p in q_model.named_parameters() if k in before)
