@@ -20,19 +20,9 @@ from pathlib import Path
 import torch
 
 from minipods.data import build_prompt
+from minipods.plots import wilson_interval  # torch-free home of the interval; also used by the figures
 from minipods.rewards import extract_answer, score_completions
 from minipods.rollouts import generate_rollouts
-
-
-def wilson_interval(k: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval for a proportion k/n (well behaved at 0 and 1)."""
-    if n == 0:
-        return (0.0, 0.0)
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return (max(0.0, c - h), min(1.0, c + h))
 
 
 def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 256, batch_size: int = 32,

@@ -288,15 +288,16 @@ def _colors(names):
     return {a: cmap(i % 10) for i, a in enumerate(names)}
 
 
-def _wilson(acc: float, n: int | None) -> tuple[float, float]:
-    """95% Wilson interval (as minipods.evaluate.wilson_interval, without importing torch)."""
-    if not n:
-        return acc, acc
-    z = 1.96
+def wilson_interval(k: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval for a proportion k/n (well behaved at 0 and 1). Lives here, not in
+    minipods.evaluate, so that plotting never imports torch; evaluate re-exports it."""
+    if n == 0:
+        return (0.0, 0.0)
+    p = k / n
     d = 1 + z * z / n
-    c = (acc + z * z / (2 * n)) / d
-    h = z * math.sqrt(max(acc * (1 - acc), 0.0) / n + z * z / (4 * n * n)) / d
-    return max(0.0, c - h), min(1.0, c + h)
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) / d
+    return (max(0.0, c - h), min(1.0, c + h))
 
 
 def plot_accuracy_vs_time(runs: dict[str, list[dict]], path: str | Path,
@@ -316,7 +317,7 @@ def plot_accuracy_vs_time(runs: dict[str, list[dict]], path: str | Path,
         any_points = True
         xs = [p[0] for p in pts]
         ys = [100 * p[1] for p in pts]
-        band = [_wilson(p[1], p[2]) for p in pts]
+        band = [wilson_interval(p[1] * p[2], p[2]) if p[2] else (p[1], p[1]) for p in pts]
         ax.plot(xs, ys, marker="o", ms=4, color=colors[name], label=arm_label(name, configs.get(name)))
         top = max([top] + ys + ([100 * b[1] for b in band] if bands else []))
         if bands and len(pts) > 1:
