@@ -20,7 +20,6 @@ summary.md/summary.csv (see minipods.plots) are written to OUTPUT_DIR and can be
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import gc
 import json
@@ -30,10 +29,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
-from minipods import plots
+from minipods import plots, results
+from minipods import cli
+from minipods.checkpoint import RunLock, prepare_output_dir, write_atomic
 from minipods.model import DEFAULT_MODEL, resolve_model
 from minipods import train as train_mod
-from minipods.train import PRESETS, TrainConfig, make_config, validate
+from minipods.train import PRESETS, TrainConfig, make_config
 
 # Arm name -> the settings that define it (everything else is shared by all arms).
 ARMS: dict[str, dict] = {
@@ -107,24 +108,25 @@ def arm_configs(arms=DEFAULT_ARMS, preset: str | None = None, output_dir: str | 
     out = Path(output_dir)
     names = parse_arms(arms)
     cfgs: dict[str, TrainConfig] = {}
+
+    def make(name, **kw):  # make_config validates; say which arm a bad setting breaks
+        try:
+            return make_config(preset, **kw, output_dir=str(out / name))
+        except ValueError as e:
+            raise ValueError(f"arm {name}: {e}") from None
+
     for name in names:
         arm_ov = dict(ov)
         if ARMS[name]["method"] == "grpo":
             arm_ov.pop("n", None)  # n = m: make_config takes the (shared) m
-        cfgs[name] = make_config(preset, **arm_ov, **ARMS[name], output_dir=str(out / name))
+        cfgs[name] = make(name, **arm_ov, **ARMS[name])
     if sweep is not None:
         key, values = sweep
         for v in values:
             name = f"pods_{key}{v}"
-            cfgs[name] = make_config(preset, **{**ov, key: v}, method="pods", rule="max_variance",
-                                     output_dir=str(out / name))
+            cfgs[name] = make(name, **{**ov, key: v}, method="pods", rule="max_variance")
     if not cfgs:
         raise ValueError("nothing to run: give --arms and/or --sweep")
-    for name, cfg in cfgs.items():
-        try:
-            validate(cfg)
-        except ValueError as e:
-            raise ValueError(f"arm {name}: {e}") from None
     return cfgs
 
 
@@ -138,7 +140,7 @@ def arm_status(cfg: TrainConfig) -> str:
     d = Path(cfg.output_dir)
     if (d / DONE).is_file():
         return "done"
-    if train_mod.find_checkpoint(d) is not None or (d / "metrics.jsonl").exists():
+    if any((d / name).exists() for name in ("checkpoint", "checkpoint.old", "metrics.jsonl")):
         return "resume"
     return "new"
 
@@ -176,18 +178,23 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=DEFAULT_ARMS, p
     cfgs = arm_configs(arms, preset, out, sweep, **overrides)
     # refuse before any work if a saved arm was run with other settings
     for name, cfg in cfgs.items():
-        saved = plots.read_config(cfg.output_dir)
+        saved = results.read_config(cfg.output_dir)
         diff = config_mismatch(cfg, saved) if arm_status(cfg) != "new" else []
         if diff:
             raise ValueError(f"{cfg.output_dir} holds a run with different settings ({', '.join(diff)}); "
                              "use another --output-dir (or delete that arm's folder)")
-    out.mkdir(parents=True, exist_ok=True)
-    meta = {"arms": list(cfgs), "baseline": plots.BASELINE if "grpo" in cfgs else None, "preset": preset,
+    prepare_output_dir(out)
+    with RunLock(out):  # one comparison process per folder (each arm also locks its own folder)
+        return _run_arms(out, cfgs, preset, sweep, model_factory, log, overrides)
+
+
+def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_factory, log, overrides) -> Path:
+    meta = {"arms": list(cfgs), "baseline": results.BASELINE if "grpo" in cfgs else None, "preset": preset,
             "overrides": {k: v for k, v in overrides.items() if v is not None},
             "budget_s": cfgs[next(iter(cfgs))].budget_s,
             "sweep": {"param": sweep[0], "values": sweep[1], "arms": [f"pods_{sweep[0]}{v}" for v in sweep[1]]}
             if sweep else None}
-    (out / plots.COMPARISON_FILE).write_text(json.dumps(meta, indent=1))
+    write_atomic(out / results.COMPARISON_FILE, json.dumps(meta, indent=1))
 
     for i, (name, cfg) in enumerate(cfgs.items(), 1):
         status = arm_status(cfg)
@@ -204,9 +211,9 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=DEFAULT_ARMS, p
         _reset_peak_memory(cfg.device)
         t0 = time.perf_counter()
         train_mod.train(cfg, model, tok)
-        rows = train_mod.read_metrics(Path(cfg.output_dir) / "metrics.jsonl")
+        rows = results.read_rows(cfg.output_dir)
         last = max((r for r in rows if "step_s" in r), key=lambda r: r["step"], default={})
-        (Path(cfg.output_dir) / DONE).write_text(json.dumps(
+        write_atomic(Path(cfg.output_dir) / DONE, json.dumps(  # a kill before this: the arm resumes (no-op)
             {"step": last.get("step", 0), "elapsed_s": last.get("elapsed_s", 0.0),
              "wall_s_this_call": time.perf_counter() - t0}) + "\n")
         del model, tok
@@ -221,9 +228,7 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=DEFAULT_ARMS, p
 
 # ---------------------------------------------------------------- CLI
 def build_parser():
-    from minipods.evaluate import _Parser  # one-line errors, exit status 2
-
-    p = _Parser(prog="python -m minipods.compare", description=__doc__.split("\n\n")[0])
+    p = cli.Parser(prog="python -m minipods.compare", description=__doc__.split("\n\n")[0])
     p.add_argument("--output-dir", default="runs/compare",
                    help="comparison folder: one sub-folder per arm, figures (default: runs/compare)")
     p.add_argument("--small", action="store_true", help="CPU-sized: train's 'small' preset, evaluation every "
@@ -236,47 +241,31 @@ def build_parser():
                         "with --sweep: none)")
     p.add_argument("--sweep", default=None, help="also run PODS (max_variance) for several n with m fixed, e.g. "
                                                  "n=8,16,32 (or m=2,4,8 with n fixed)")
-    for f in dataclasses.fields(TrainConfig):
-        if f.name in _PER_ARM:
-            continue
-        flag = "--" + f.name.replace("_", "-")
-        if f.type in (bool, "bool"):
-            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=f.metadata["help"])
-        else:
-            typ = {"int": int, "float": float, "str": str}.get(str(f.type).split(" |")[0], str)
-            p.add_argument(flag, type=typ, default=None,
-                           help=f.metadata["help"] + f" (train default: {f.default})")
+    cli.add_dataclass_args(p, TrainConfig, skip=_PER_ARM, default_label="train default")
     return p
 
 
 def main(argv=None) -> int:
-    p = build_parser()
-    args = p.parse_args(argv)
     prog = "minipods.compare"
-    if args.small and args.preset and args.preset != "small":
-        print(f"{prog}: error: --small conflicts with --preset {args.preset}", file=sys.stderr)
-        return 2
-    preset = args.preset or ("small" if args.small else None)
-    overrides = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig) if f.name not in _PER_ARM}
+    args = build_parser().parse_args(argv)
     try:
+        if args.small and args.preset and args.preset != "small":
+            raise ValueError(f"--small conflicts with --preset {args.preset}")
+        preset = args.preset or ("small" if args.small else None)
+        shared = cli.overrides(args, TrainConfig, skip=_PER_ARM)
         sweep = parse_sweep(args.sweep) if args.sweep else None
         arms = parse_arms(args.arms) if args.arms is not None else ([] if sweep else list(DEFAULT_ARMS))
-        cfgs = arm_configs(arms, preset, args.output_dir, sweep, **overrides)  # validate before any work
+        cfgs = arm_configs(arms, preset, args.output_dir, sweep, **shared)  # validate before any work
         model = next(iter(cfgs.values())).model
         if model != DEFAULT_MODEL:
             resolve_model(model)  # a missing path fails here, before any work
-    except (ValueError, OSError) as e:
-        print(f"{prog}: error: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 2
-    try:
-        out = run_comparison(args.output_dir, arms, preset, sweep, **overrides)
+        out = run_comparison(args.output_dir, arms, preset, sweep, **shared)
     except KeyboardInterrupt:
         print(f"\n{prog}: interrupted; run the same command again to resume the unfinished arm(s).",
               file=sys.stderr)
         return 130
-    except ValueError as e:
-        print(f"{prog}: error: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 2
+    except (ValueError, OSError) as e:
+        return cli.fail(prog, e)
     print()
     print((out / "summary.md").read_text())
     return 0

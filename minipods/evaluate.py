@@ -11,17 +11,18 @@ prints accuracy (95% Wilson interval) and the format rate, and writes one JSON r
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from minipods.data import build_prompt
-from minipods.plots import wilson_interval  # torch-free home of the interval; also used by the figures
-from minipods.rewards import extract_answer, score_completions
+from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
+from minipods.results import wilson_interval
+from minipods.rewards import extract_answer, is_full_format, score_completions
 from minipods.rollouts import generate_rollouts
 
 
@@ -46,7 +47,6 @@ def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 25
     golds = [it["gold"] for it in items for _ in range(samples)]
     sc = score_completions(ro.texts, golds)
     rows, total = [], 0.0
-    full_format = 0.1 - 1e-9
     for q, it in enumerate(items):
         sl = slice(q * samples, (q + 1) * samples)
         corr = sc["correct"][sl]
@@ -56,47 +56,72 @@ def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 25
     acc = total / len(items)
     lo, hi = wilson_interval(acc * len(items), len(items))
     return {"accuracy": acc, "ci95": (lo, hi), "n": len(items), "samples": samples,
-            "format_rate": sum(f >= full_format for f in sc["format"]) / len(sc["format"]),
+            "format_rate": sum(is_full_format(f) for f in sc["format"]) / len(sc["format"]),
             "seconds": ro.seconds, "tokens": ro.num_tokens, "rows": rows}
 
 
 # ---------------------------------------------------------------- CLI: python -m minipods.evaluate
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a bad argument is one line on stderr and exit status 2 (no usage dump)."""
+@dataclass
+class EvalConfig:
+    """Settings of `python -m minipods.evaluate` (each field is a flag)."""
+    model: str | None = setting(None, "hub id, local HF folder, .gguf file or 'smollm2-135m-instruct' (None: the "
+                                      "adapter's run model if --adapter is a run folder, else the offline default)")
+    adapter: str | None = setting(None, "saved LoRA adapter folder (or a run folder holding adapter/ or "
+                                        "checkpoint/adapter)")
+    data: str = setting("gsm8k", "task: gsm8k | synthetic")
+    data_dir: str | None = setting(None, "folder with GSM8K test.jsonl (else $MINIPODS_GSM8K_DIR, else the hub)")
+    split: str = setting("test", "data split: test | train")
+    limit: int = setting(100, "evaluate the first N questions (0 = all)")
+    samples: int = setting(1, "samples per question (k > 1 needs --temperature > 0)")
+    temperature: float | None = setting(None, "0 = greedy; None: greedy with --samples 1, 0.9 (the paper's "
+                                              "protocol) with --samples > 1")
+    max_new_tokens: int = setting(256, "completion length limit")
+    max_prompt_tokens: int = setting(512, "prompts are left-truncated to this length")
+    batch_size: int = setting(32, "sequences per generate() call")
+    seed: int = setting(0, "sampling seed (and the synthetic task's seed)")
+    quantize: str = setting("none", "none | 4bit: load the base model in 4 bits")
+    dtype: str = setting("auto", "auto | float32 | bfloat16 | float16: weights dtype")
+    device: str = setting("auto", "auto | cpu | cuda | cuda:N")
+    output: str = setting("eval.jsonl", "one JSON row per question ('' = do not write)")
+    progress: bool = setting(True, "progress bar")
 
-    def error(self, message):
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        sys.exit(2)
+    def __post_init__(self):
+        def bad(msg):
+            raise ValueError(msg)
+        choices = {"data": ("gsm8k", "synthetic"), "split": ("test", "train"), "quantize": ("none", "4bit"),
+                   "dtype": ("auto", "float32", "bfloat16", "float16")}
+        for name, ok in choices.items():
+            if getattr(self, name) not in ok:
+                bad(f"--{name} must be one of {', '.join(ok)}, got {getattr(self, name)!r}")
+        if self.limit < 0:
+            bad(f"--limit must be >= 0, got {self.limit}")
+        for name in ("samples", "max_new_tokens", "max_prompt_tokens", "batch_size"):
+            if getattr(self, name) < 1:
+                bad(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        if self.temperature is None:
+            self.temperature = 0.9 if self.samples > 1 else 0.0
+        if not math.isfinite(self.temperature) or self.temperature < 0:
+            bad(f"--temperature must be >= 0, got {self.temperature}")
+        if self.temperature == 0 and self.samples > 1:
+            bad("greedy decoding (--temperature 0) gives one sample per question; use --temperature > 0 "
+                "with --samples > 1")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from minipods.model import DEFAULT_MODEL
-
-    p = _Parser(prog="python -m minipods.evaluate",
-                description="Accuracy of a model (optionally with a trained LoRA adapter) on GSM8K test questions.",
-                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--model", default=None,
-                   help=f"hub id, local HF folder, .gguf file or {DEFAULT_MODEL!r} (default: the adapter's run model "
-                        f"if --adapter is a run folder, else {DEFAULT_MODEL})")
-    p.add_argument("--adapter", default=None,
-                   help="saved LoRA adapter folder (or a run folder holding adapter/ or checkpoint/adapter)")
-    p.add_argument("--data", default="gsm8k", choices=["gsm8k", "synthetic"], help="task")
-    p.add_argument("--data-dir", default=None, help="folder with GSM8K test.jsonl (else $MINIPODS_GSM8K_DIR, else the hub)")
-    p.add_argument("--split", default="test", choices=["test", "train"], help="data split")
-    p.add_argument("--limit", type=int, default=100, help="evaluate the first N questions (0 = all)")
-    p.add_argument("--samples", type=int, default=1, help="samples per question (k > 1 needs --temperature > 0)")
-    p.add_argument("--temperature", type=float, default=None,
-                   help="0 = greedy; default: greedy with --samples 1, 0.9 (the paper's protocol) with --samples > 1")
-    p.add_argument("--max-new-tokens", type=int, default=256, help="completion length limit")
-    p.add_argument("--max-prompt-tokens", type=int, default=512, help="prompts are left-truncated to this length")
-    p.add_argument("--batch-size", type=int, default=32, help="sequences per generate() call")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed (and the synthetic task's seed)")
-    p.add_argument("--quantize", default="none", choices=["none", "4bit"], help="load the base model in 4 bits")
-    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"], help="weights dtype")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
-    p.add_argument("--output", default="eval.jsonl", help="one JSON row per question ('' = do not write)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bar")
+def build_parser() -> Parser:
+    p = Parser(prog="python -m minipods.evaluate",
+               description="Accuracy of a model (optionally with a trained LoRA adapter) on GSM8K test questions.")
+    add_dataclass_args(p, EvalConfig)
     return p
+
+
+def write_rows(path: str | Path, rows: list[dict]) -> Path:
+    """One JSON row per question, written atomically (a kill mid-write leaves the old file or none)."""
+    from minipods.checkpoint import write_atomic
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, "".join(json.dumps(r) + "\n" for r in rows))
+    return path
 
 
 def resolve_adapter(path: str) -> tuple[Path, dict | None]:
@@ -121,61 +146,39 @@ def main(argv=None) -> int:
     from minipods.data import DataNotFoundError, load_task
     from minipods.model import DEFAULT_MODEL, ModelNotFoundError, default_device, load_policy, resolve_model
 
-    args = build_parser().parse_args(argv)
     prog = "minipods.evaluate"
-
-    def fail(msg: str) -> int:
-        print(f"{prog}: error: {msg}", file=sys.stderr)
-        return 2
-
-    if args.limit < 0:
-        return fail(f"--limit must be >= 0, got {args.limit}")
-    for name in ("samples", "max_new_tokens", "max_prompt_tokens", "batch_size"):
-        if getattr(args, name) < 1:
-            return fail(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    temperature = args.temperature if args.temperature is not None else (0.9 if args.samples > 1 else 0.0)
-    if not math.isfinite(temperature) or temperature < 0:
-        return fail(f"--temperature must be >= 0, got {temperature}")
-    if temperature == 0 and args.samples > 1:
-        return fail("greedy decoding (--temperature 0) gives one sample per question; use --temperature > 0 with --samples > 1")
     try:
-        adapter, run_cfg = resolve_adapter(args.adapter) if args.adapter else (None, None)
-        model_name = args.model or (run_cfg or {}).get("model") or DEFAULT_MODEL
+        cfg = EvalConfig(**overrides(build_parser().parse_args(argv), EvalConfig))
+        adapter, run_cfg = resolve_adapter(cfg.adapter) if cfg.adapter else (None, None)
+        model_name = cfg.model or (run_cfg or {}).get("model") or DEFAULT_MODEL
         if model_name != DEFAULT_MODEL:
             resolve_model(model_name)  # a missing path fails here, before any work
-        items, source = load_task(args.data, args.split, args.data_dir, limit=args.limit or None, seed=args.seed)
-    except (ValueError, ModelNotFoundError, DataNotFoundError) as e:
-        return fail(str(e).splitlines()[0] if str(e).strip() else type(e).__name__)
-    if not items:
-        return fail(f"no {args.split} questions in {source}")
-
-    device = default_device() if args.device == "auto" else args.device
-    try:
-        model, tok = load_policy(model_name, quantize=args.quantize, dtype=args.dtype, device=device,
+        items, source = load_task(cfg.data, cfg.split, cfg.data_dir, limit=cfg.limit or None, seed=cfg.seed)
+        if not items:
+            raise ValueError(f"no {cfg.split} questions in {source}")
+        device = default_device() if cfg.device == "auto" else cfg.device
+        model, tok = load_policy(model_name, quantize=cfg.quantize, dtype=cfg.dtype, device=device,
                                  adapter=str(adapter) if adapter else None, lora=adapter is not None)
-    except (ValueError, OSError) as e:  # OSError: ModelNotFoundError, or a hub id that cannot be fetched
-        return fail(str(e).splitlines()[0] if str(e).strip() else type(e).__name__)
-    torch.manual_seed(args.seed)
-    res = evaluate_items(model, tok, items, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
-                         samples=args.samples, temperature=temperature, max_prompt_tokens=args.max_prompt_tokens,
-                         progress=args.progress)
-    if args.output:
-        out = Path(args.output)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("w") as f:
-            for i, row in enumerate(res["rows"]):
-                f.write(json.dumps({"index": i, **row}) + "\n")
-    decoding = "greedy" if temperature == 0 else f"sampled at T={temperature:g}, {args.samples} sample(s) per question, averaged"
+    except (ValueError, OSError, ModelNotFoundError, DataNotFoundError) as e:
+        return fail(prog, e)  # OSError: also a hub id that cannot be fetched
+    torch.manual_seed(cfg.seed)
+    temperature = cfg.temperature
+    res = evaluate_items(model, tok, items, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size,
+                         samples=cfg.samples, temperature=temperature, max_prompt_tokens=cfg.max_prompt_tokens,
+                         progress=cfg.progress)
+    if cfg.output:
+        write_rows(cfg.output, [{"index": i, **row} for i, row in enumerate(res["rows"])])
+    decoding = "greedy" if temperature == 0 else f"sampled at T={temperature:g}, {cfg.samples} sample(s) per question, averaged"
     lo, hi = res["ci95"]
     n_right = sum(r["correct"] for r in res["rows"])
     print(f"model: {model_name}" + (f" + adapter {adapter}" if adapter else ""))
-    print(f"data: {source} [{args.split}], {res['n']} questions; decoding: {decoding}; max_new_tokens={args.max_new_tokens}")
+    print(f"data: {source} [{cfg.split}], {res['n']} questions; decoding: {decoding}; max_new_tokens={cfg.max_new_tokens}")
     print(f"accuracy: {res['accuracy']:.4f} ({n_right:g}/{res['n']})  95% CI [{lo:.4f}, {hi:.4f}]")
     print(f"format rate: {res['format_rate']:.4f}  (completions with all four tags well placed)")
     print(f"time: {res['seconds']:.1f} s generation, {res['tokens']} tokens")
-    if args.output:
+    if cfg.output:
         wrong = sum(r["correct"] < 1 for r in res["rows"])
-        print(f"rows: {args.output} ({wrong} question(s) not always right)")
+        print(f"rows: {cfg.output} ({wrong} question(s) not always right)")
     return 0
 
 

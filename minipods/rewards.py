@@ -175,6 +175,12 @@ def format_reward(completion):
     return score
 
 
+def is_full_format(format_score):
+    """True when a `format_reward` value means all four tags are well placed (0.1, up to float
+    rounding of the 0.025 sum)."""
+    return format_score >= FORMAT_TAG_REWARD * len(FORMAT_TAGS) - 1e-9
+
+
 def total_reward(completion, gold):
     """correctness_reward + format_reward, in [0, 1.1]."""
     return correctness_reward(completion, gold) + format_reward(completion)

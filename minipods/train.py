@@ -1,14 +1,15 @@
 """GRPO and GRPO-PODS training loop: `python -m minipods.train`.
 
-Paper (Algorithm 1, PODS): every step
-    1. sample `prompts_per_step` training questions;
-    2. inference phase: generate n rollouts per question (batched `generate`);
-    3. score them with the verifiable reward (correctness + format);
-    4. down-sample: keep m of the n rollouts per question with a rule
-       (max_variance, the paper's choice; max_reward; random). `--method grpo` keeps all (n = m);
+Paper, Algorithm 1 (PODS), one iteration per training step (`run_step`):
+    1. sample `prompts_per_step` training questions (`step_items`);
+    2. inference phase: generate n rollouts per question (batched `generate`, minipods.rollouts);
+    3. score them with the verifiable reward (correctness + format, minipods.rewards);
+    4. down-sample: keep m of the n rollouts per question with a rule (`select_kept`:
+       max_variance, the paper's choice; max_reward; random). `--method grpo` keeps all (n = m);
     5. policy-update phase: one GRPO update on the kept rollouts only (minipods.grpo).
-Hyper-parameters of the paper's single-GPU recipe are in `--preset paper`; `--small` is sized to
-finish on a 2-core CPU in about 15 minutes with the offline default model.
+`train` repeats it, with evaluation, checkpoints and exact resume around it (minipods.checkpoint).
+The paper's single-GPU recipe is `--preset paper`; `--small` is sized for a 2-core CPU and the
+offline default model.
 
 Outputs in OUTPUT_DIR: metrics.jsonl (one row per step; evaluation rows add eval_accuracy),
 config.json (every setting and the data source used), checkpoint/ (LoRA adapter, optimizer, RNG
@@ -17,86 +18,82 @@ states, step; written atomically every `save_every` steps and on Ctrl-C), adapte
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import json
 import math
-import os
 import random
-import resource
-import shutil
-import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from minipods import checkpoint as ckpt_io
+from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
 from minipods.data import build_prompt, load_task
 from minipods.downsample import RULES, downsample
 from minipods.grpo import group_advantages, grpo_update
 from minipods.model import DEFAULT_MODEL, ModelNotFoundError, default_device, load_policy
-from minipods.rewards import FORMAT_TAG_REWARD, FORMAT_TAGS, score_completions
+from minipods.rewards import is_full_format, score_completions
 from minipods.rollouts import generate_rollouts
-
-
-def _f(default, help: str, **kw):
-    return field(default=default, metadata={"help": help, **kw})
 
 
 @dataclass
 class TrainConfig:
-    """Every setting of a run. Field help strings become the CLI's --help."""
+    """Every setting of a run. Field help strings become the CLI's --help. A config is validated
+    once, when it is made (`__post_init__`): a TrainConfig that exists is a valid one."""
     # model
-    model: str = _f(DEFAULT_MODEL, "hub id, local HF folder, .gguf file, or 'smollm2-135m-instruct' (offline default)")
-    quantize: str = _f("none", "none | 4bit (bitsandbytes NF4 + double quantisation, QLoRA)")
-    dtype: str = _f("auto", "auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16 | float16")
-    device: str = _f("auto", "auto | cpu | cuda | cuda:N")
-    lora_r: int = _f(64, "LoRA rank (paper: 64)")
-    lora_alpha: int = _f(64, "LoRA alpha (paper: 64)")
-    lora_dropout: float = _f(0.0, "LoRA dropout")
-    gradient_checkpointing: bool = _f(False, "recompute activations in backward (less memory, ~30%% slower)")
+    model: str = setting(DEFAULT_MODEL, "hub id, local HF folder, .gguf file, or 'smollm2-135m-instruct' (offline default)")
+    quantize: str = setting("none", "none | 4bit (bitsandbytes NF4 + double quantisation, QLoRA)")
+    dtype: str = setting("auto", "auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16 | float16")
+    device: str = setting("auto", "auto | cpu | cuda | cuda:N")
+    lora_r: int = setting(64, "LoRA rank (paper: 64)")
+    lora_alpha: int = setting(64, "LoRA alpha (paper: 64)")
+    lora_dropout: float = setting(0.0, "LoRA dropout")
+    gradient_checkpointing: bool = setting(False, "recompute activations in backward (less memory, ~30% slower)")
     # PODS
-    method: str = _f("pods", "grpo (update on all n rollouts, m = n) | pods (generate n, update on m)")
-    n: int = _f(16, "rollouts generated per prompt")
-    m: int = _f(4, "rollouts kept per prompt for the update (pods); grpo forces m = n")
-    rule: str = _f("max_variance", "down-sampling rule: max_variance | max_reward | random")
-    adv_norm: str = _f("kept", "advantage normalisation over the kept m (paper) or all n rollouts: kept | all")
+    method: str = setting("pods", "grpo (update on all n rollouts, m = n) | pods (generate n, update on m)")
+    n: int = setting(16, "rollouts generated per prompt")
+    m: int = setting(4, "rollouts kept per prompt for the update (pods); grpo forces m = n")
+    rule: str = setting("max_variance", "down-sampling rule: max_variance | max_reward | random")
+    adv_norm: str = setting("kept", "advantage normalisation over the kept m (paper) or all n rollouts: kept | all")
     # data and generation
-    data: str = _f("gsm8k", "gsm8k | synthetic (seeded easy word problems; also the fallback when GSM8K is missing)")
-    data_dir: str | None = _f(None, "folder with GSM8K train.jsonl/test.jsonl (else $MINIPODS_GSM8K_DIR, else the hub)")
-    prompts_per_step: int = _f(8, "questions per training step")
-    max_prompt_tokens: int = _f(512, "prompts are left-truncated to this many tokens (paper: 512)")
-    max_new_tokens: int = _f(512, "completion length limit (paper: 512)")
-    temperature: float = _f(0.9, "sampling temperature for rollouts (paper: 0.9)")
-    top_p: float = _f(1.0, "nucleus sampling for rollouts")
-    gen_batch_size: int = _f(64, "sequences per generate() call (bounds rollout memory)")
+    data: str = setting("gsm8k", "gsm8k | synthetic (seeded easy word problems; also the fallback when GSM8K is missing)")
+    data_dir: str | None = setting(None, "folder with GSM8K train.jsonl/test.jsonl (else $MINIPODS_GSM8K_DIR, else the hub)")
+    prompts_per_step: int = setting(8, "questions per training step")
+    max_prompt_tokens: int = setting(512, "prompts are left-truncated to this many tokens (paper: 512)")
+    max_new_tokens: int = setting(512, "completion length limit (paper: 512)")
+    temperature: float = setting(0.9, "sampling temperature for rollouts (paper: 0.9)")
+    top_p: float = setting(1.0, "nucleus sampling for rollouts")
+    gen_batch_size: int = setting(64, "sequences per generate() call (bounds rollout memory)")
     # optimisation
-    max_steps: int = _f(100, "training steps")
-    budget_s: float = _f(0.0, "stop once training wall-clock time (excluding evaluation) exceeds this; 0 = no limit")
-    lr: float = _f(5e-6, "learning rate, constant (paper: 5e-6)")
-    weight_decay: float = _f(0.1, "AdamW weight decay (paper: 0.1)")
-    adam_beta1: float = _f(0.9, "AdamW beta1 (paper: 0.9)")
-    adam_beta2: float = _f(0.99, "AdamW beta2 (paper: 0.99)")
-    optimizer: str = _f("auto", "auto (adamw8bit on CUDA, adamw otherwise) | adamw | adamw8bit")
-    max_grad_norm: float = _f(0.1, "gradient-norm clip (paper: 0.1); 0 = off")
-    beta: float = _f(0.0, "KL coefficient vs. the adapter-free model (paper's Qwen runs: 0)")
-    clip_eps: float = _f(0.2, "PPO-style ratio clip (matters when update_epochs > 1)")
-    update_epochs: int = _f(1, "gradient steps per batch of rollouts")
-    micro_batch_size: int = _f(4, "sequences per forward/backward (gradient accumulation)")
-    logprob_chunk: int = _f(512, "tokens per chunk in the log-prob computation (bounds logits memory)")
+    max_steps: int = setting(100, "training steps")
+    budget_s: float = setting(0.0, "stop once training wall-clock time (excluding evaluation) exceeds this; 0 = no limit")
+    lr: float = setting(5e-6, "learning rate, constant (paper: 5e-6)")
+    weight_decay: float = setting(0.1, "AdamW weight decay (paper: 0.1)")
+    adam_beta1: float = setting(0.9, "AdamW beta1 (paper: 0.9)")
+    adam_beta2: float = setting(0.99, "AdamW beta2 (paper: 0.99)")
+    optimizer: str = setting("auto", "auto (adamw8bit on CUDA, adamw otherwise) | adamw | adamw8bit")
+    max_grad_norm: float = setting(0.1, "gradient-norm clip (paper: 0.1); 0 = off")
+    beta: float = setting(0.0, "KL coefficient vs. the adapter-free model (paper's Qwen runs: 0)")
+    clip_eps: float = setting(0.2, "PPO-style ratio clip (matters when update_epochs > 1)")
+    update_epochs: int = setting(1, "gradient steps per batch of rollouts")
+    micro_batch_size: int = setting(4, "sequences per forward/backward (gradient accumulation)")
+    logprob_chunk: int = setting(512, "tokens per chunk in the log-prob computation (bounds logits memory)")
     # evaluation, checkpoints, bookkeeping
-    eval_every: int = _f(0, "evaluate every K steps (and before the first and after the last); 0 = never")
-    eval_limit: int = _f(100, "test questions for evaluation (a fixed subset: the first N)")
-    eval_max_new_tokens: int = _f(0, "completion limit at evaluation; 0 = max_new_tokens")
-    eval_batch_size: int = _f(64, "sequences per generate() call at evaluation")
-    save_every: int = _f(10, "checkpoint every K steps (also on Ctrl-C and at the end)")
-    seed: int = _f(0, "seed for data order, sampling and the random rule")
-    output_dir: str = _f("runs/minipods", "run folder: metrics.jsonl, config.json, checkpoint/, adapter/")
-    resume: bool = _f(False, "continue from OUTPUT_DIR/checkpoint")
-    progress: bool = _f(True, "show a tqdm progress bar")
+    eval_every: int = setting(0, "evaluate every K steps (and before the first and after the last); 0 = never")
+    eval_limit: int = setting(100, "test questions for evaluation (a fixed subset: the first N)")
+    eval_max_new_tokens: int = setting(0, "completion limit at evaluation; 0 = max_new_tokens")
+    eval_batch_size: int = setting(64, "sequences per generate() call at evaluation")
+    save_every: int = setting(10, "checkpoint every K steps (also on Ctrl-C and at the end)")
+    seed: int = setting(0, "seed for data order, sampling and the random rule")
+    output_dir: str = setting("runs/minipods", "run folder: metrics.jsonl, config.json, checkpoint/, adapter/")
+    resume: bool = setting(False, "continue from OUTPUT_DIR/checkpoint")
+    progress: bool = setting(True, "show a tqdm progress bar")
+
+    def __post_init__(self):
+        validate(self)
 
 
 PRESETS = {
@@ -132,6 +129,7 @@ def make_config(preset: str | None = None, **overrides) -> TrainConfig:
 
 
 def validate(cfg: TrainConfig) -> None:
+    """Raise ValueError (one line, naming the flag) for a setting that cannot work."""
     def bad(msg):
         raise ValueError(msg)
     if cfg.method not in ("grpo", "pods"):
@@ -166,14 +164,7 @@ def validate(cfg: TrainConfig) -> None:
         bad("--beta, --eval-every, --eval-limit and --budget-s must be >= 0")
 
 
-# ---------------------------------------------------------------- helpers
-def peak_mem_mb(device: str) -> float:
-    """CUDA max allocated memory, else the process's peak resident set size."""
-    if device.startswith("cuda"):
-        return torch.cuda.max_memory_allocated() / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-
-
+# ---------------------------------------------------------------- one step of Algorithm 1
 def step_items(items: list[dict], step: int, k: int, seed: int) -> list[dict]:
     """The k questions of `step` (1-based): a seeded permutation per epoch, so any step's batch is
     known without replaying the run (resume needs no data-loader state)."""
@@ -184,6 +175,67 @@ def step_items(items: list[dict], step: int, k: int, seed: int) -> list[dict]:
         perm = np.random.default_rng([seed, epoch]).permutation(len(items))
         out.append(items[int(perm[pos])])
     return out
+
+
+def select_kept(rewards: torch.Tensor, n: int, m: int, rule: str, seed: int, step: int) -> list[int]:
+    """The flat row indices (into the P*n rollouts, group-major) of the m rollouts kept per prompt,
+    in increasing order: exactly the rows the update trains on. rewards: (P*n,)."""
+    gen = np.random.default_rng([seed, step, 7])  # the random rule is reproducible per step
+    return [g * n + i for g in range(len(rewards) // n)
+            for i in sorted(downsample(rewards[g * n:(g + 1) * n].tolist(), m, rule, generator=gen))]
+
+
+def run_step(model, tok, optimizer, cfg: TrainConfig, items: list[dict], step: int) -> dict:
+    """One PODS step: rollouts -> rewards -> down-sample -> GRPO update. Returns the metrics row."""
+    t0 = time.perf_counter()
+    batch = step_items(items, step, cfg.prompts_per_step, cfg.seed)  # 1. questions
+    prompts = [build_prompt(tok, it["question"]) for it in batch]
+    ro = generate_rollouts(model, tok, prompts, cfg.n, max_new_tokens=cfg.max_new_tokens,  # 2. P*n rollouts
+                           temperature=cfg.temperature, top_p=cfg.top_p, batch_size=cfg.gen_batch_size,
+                           max_prompt_tokens=cfg.max_prompt_tokens)
+    ckpt_io.fault_point("step:rollouts")
+    golds = [it["gold"] for it in batch for _ in range(cfg.n)]
+    sc = score_completions(ro.texts, golds)  # 3. rewards
+    rewards = torch.tensor(sc["reward"])  # (P*n,)
+    kept = select_kept(rewards, cfg.n, cfg.m, cfg.rule, cfg.seed, step)  # 4. (P*m,) rows into ro
+    kept_batch = ro.select(kept)
+    if cfg.adv_norm == "kept":  # the paper: standardise within the kept subset
+        adv = group_advantages(rewards[kept], kept_batch.group)
+    else:
+        adv = group_advantages(rewards, ro.group)[kept]
+    t1 = time.perf_counter()
+    upd = grpo_update(model, optimizer, kept_batch, adv, micro_batch_size=cfg.micro_batch_size,  # 5. update
+                      clip_eps=cfg.clip_eps, beta=cfg.beta, temperature=cfg.temperature,
+                      max_grad_norm=cfg.max_grad_norm or None, update_epochs=cfg.update_epochs,
+                      chunk_tokens=cfg.logprob_chunk)
+    t2 = time.perf_counter()
+    ckpt_io.fault_point("step:update")
+    r_groups = rewards.view(-1, cfg.n)  # (P, n)
+    kept_r = rewards[kept]
+    return {
+        "step": step, "rollout_s": t1 - t0, "update_s": t2 - t1, "step_s": t2 - t0,
+        "reward_mean": float(rewards.mean()), "reward_std": float(rewards.std(unbiased=False)),
+        "kept_reward_mean": float(kept_r.mean()), "kept_reward_std": float(kept_r.std(unbiased=False)),
+        "correct_frac": float(np.mean(sc["correct"])),
+        "format_frac": float(np.mean([is_full_format(f) for f in sc["format"]])),
+        "format_reward_mean": float(np.mean(sc["format"])),
+        "zero_std_frac": float((r_groups.max(1).values == r_groups.min(1).values).float().mean()),
+        "tokens": ro.num_tokens, "tokens_per_s": ro.tokens_per_s,
+        "completion_len_mean": ro.num_tokens / len(ro), "update_tokens": int(kept_batch.completion_mask.sum()),
+        "loss": upd["loss"], "grad_norm": upd["grad_norm"], "kl": upd["kl"], "clip_frac": upd["clip_frac"],
+        "skipped": upd["skipped"], "lr": optimizer.param_groups[0]["lr"],
+        "kept_idx": [[i - g * cfg.n for i in kept if i // cfg.n == g] for g in range(len(batch))],
+    }
+
+
+# ---------------------------------------------------------------- the training loop
+def peak_mem_mb(device: str) -> float:
+    """CUDA max allocated memory, else the process's peak resident set size."""
+    import resource
+
+    if device.startswith("cuda"):
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
 def make_optimizer(model, cfg: TrainConfig, device: str):
@@ -198,68 +250,6 @@ def make_optimizer(model, cfg: TrainConfig, device: str):
     return torch.optim.AdamW(params, **kw)
 
 
-def _rng_state() -> dict:
-    st = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
-    if torch.cuda.is_available():
-        st["cuda"] = torch.cuda.get_rng_state_all()
-    return st
-
-
-def _set_rng_state(st: dict) -> None:
-    torch.set_rng_state(st["torch"])
-    random.setstate(st["python"])
-    np.random.set_state(st["numpy"])
-    if "cuda" in st and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(st["cuda"])
-
-
-def save_checkpoint(out: Path, model, optimizer, state: dict) -> Path:
-    """Write OUTPUT_DIR/checkpoint atomically: build it in a temp folder, then swap folders."""
-    for p in model.parameters():
-        if p.requires_grad and not torch.isfinite(p).all():
-            raise RuntimeError("refusing to checkpoint non-finite adapter weights")
-    final, tmp, old = out / "checkpoint", out / "checkpoint.tmp", out / "checkpoint.old"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    model.save_pretrained(tmp / "adapter")
-    torch.save({"optimizer": optimizer.state_dict(), "rng": _rng_state()}, tmp / "trainer.pt")
-    (tmp / "state.json").write_text(json.dumps(state, indent=1))
-    shutil.rmtree(old, ignore_errors=True)
-    if final.exists():
-        os.replace(final, old)
-    os.replace(tmp, final)
-    shutil.rmtree(old, ignore_errors=True)
-    return final
-
-
-def find_checkpoint(out: Path) -> Path | None:
-    for name in ("checkpoint", "checkpoint.old"):  # .old survives a crash between the two renames
-        if (out / name / "state.json").is_file():
-            return out / name
-    return None
-
-
-def read_metrics(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _append_row(path: Path, row: dict) -> None:
-    with path.open("a") as f:
-        f.write(json.dumps(row) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-
-
-# ---------------------------------------------------------------- one step
-def select_kept(rewards: torch.Tensor, n: int, m: int, rule: str, seed: int, step: int) -> list[list[int]]:
-    """Per prompt, the indices (0..n-1) of the m rollouts kept for the update. rewards: (P*n,)."""
-    gen = np.random.default_rng([seed, step, 7])  # the random rule is reproducible per step
-    return [sorted(downsample(rewards[g * n:(g + 1) * n].tolist(), m, rule, generator=gen))
-            for g in range(len(rewards) // n)]
-
-
 def _evaluate(model, tok, eval_items, cfg) -> dict:
     from minipods.evaluate import evaluate_items
     res = evaluate_items(model, tok, eval_items, max_new_tokens=cfg.eval_max_new_tokens or cfg.max_new_tokens,
@@ -270,17 +260,19 @@ def _evaluate(model, tok, eval_items, cfg) -> dict:
 
 def train(cfg: TrainConfig, model=None, tokenizer=None) -> Path:
     """Run (or resume) training; returns the output folder. `model`/`tokenizer` may be passed in
-    (e.g. a tiny model in tests); otherwise `cfg.model` is loaded."""
-    validate(cfg)
-    out = Path(cfg.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    device = default_device() if cfg.device == "auto" else cfg.device
-    ckpt = find_checkpoint(out) if cfg.resume else None
-    if cfg.resume and ckpt is None:
-        print(f"minipods.train: --resume: no checkpoint in {out}, starting from step 1", file=sys.stderr)
-    if not cfg.resume and (out / "metrics.jsonl").exists():
-        raise ValueError(f"{out} already holds a run (metrics.jsonl); use --resume or another --output-dir")
+    (e.g. a tiny model in tests); otherwise `cfg.model` is loaded. One process per run folder."""
+    out = ckpt_io.prepare_output_dir(Path(cfg.output_dir))
+    with ckpt_io.RunLock(out):
+        return _train_locked(cfg, out, model, tokenizer)
 
+
+def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
+    metrics_path = out / "metrics.jsonl"
+    ck = ckpt_io.load_checkpoint(out) if cfg.resume else None
+    if cfg.resume and ck is None:
+        print(f"minipods.train: --resume: no checkpoint in {out}, starting from step 1", file=sys.stderr)
+    if not cfg.resume and metrics_path.exists():
+        raise ckpt_io.RunError(f"{out} already holds a run (metrics.jsonl); use --resume or another --output-dir")
     random.seed(cfg.seed)
     np.random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
@@ -288,166 +280,104 @@ def train(cfg: TrainConfig, model=None, tokenizer=None) -> Path:
     eval_items = load_task(cfg.data, "test", cfg.data_dir, limit=cfg.eval_limit, seed=cfg.seed)[0] \
         if cfg.eval_every and cfg.eval_limit else []
 
+    device = default_device() if cfg.device == "auto" else cfg.device
     if model is None:
         model, tokenizer = load_policy(cfg.model, quantize=cfg.quantize, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
                                        lora_dropout=cfg.lora_dropout, dtype=cfg.dtype, device=device,
-                                       gradient_checkpointing=cfg.gradient_checkpointing,
-                                       adapter=str(ckpt / "adapter") if ckpt else None)
-    elif ckpt is not None:
-        from peft import set_peft_model_state_dict
-        from safetensors.torch import load_file
-        set_peft_model_state_dict(model, load_file(str(ckpt / "adapter" / "adapter_model.safetensors")))
+                                       gradient_checkpointing=cfg.gradient_checkpointing)
     device = str(next(model.parameters()).device)
     optimizer = make_optimizer(model, cfg, device)
 
-    metrics_path = out / "metrics.jsonl"
     start, elapsed, skipped_total = 0, 0.0, 0
-    if ckpt is not None:
-        state = json.loads((ckpt / "state.json").read_text())
-        start, elapsed, skipped_total = state["step"], state["elapsed_s"], state["nonfinite_skips"]
-        tr = torch.load(ckpt / "trainer.pt", weights_only=False)
-        optimizer.load_state_dict(tr["optimizer"])
-        _set_rng_state(tr["rng"])
+    if ck is not None:  # restore adapter, optimizer and RNG exactly as they were after step `start`
+        from peft import set_peft_model_state_dict
+        set_peft_model_state_dict(model, {k: v.to(device) for k, v in ck["adapter"].items()})
+        st = ck["state"]
+        start, elapsed, skipped_total = st["step"], st["elapsed_s"], st["nonfinite_skips"]
+        optimizer.load_state_dict(ck["trainer"]["optimizer"])
+        ckpt_io.set_rng_state(ck["trainer"]["rng"])
         # rows of steps after the checkpoint (a hard kill) are dropped: those steps run again
-        rows = [r for r in read_metrics(metrics_path) if r["step"] <= start]
-        metrics_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        rows = [r for r in ckpt_io.read_log(metrics_path) if r["step"] <= start]
+        ckpt_io.write_atomic(metrics_path, "".join(json.dumps(r) + "\n" for r in rows))
     else:
-        metrics_path.write_text("")
-    (out / "config.json").write_text(json.dumps({**asdict(cfg), "device": device, "data_source": source,
-                                                 "num_train_items": len(items)}, indent=1))
+        ckpt_io.write_atomic(metrics_path, "")
+    ckpt_io.write_atomic(out / "config.json", json.dumps({**asdict(cfg), "device": device, "data_source": source,
+                                                          "num_train_items": len(items)}, indent=1))
 
     if eval_items and start == 0:
-        _append_row(metrics_path, {"step": 0, "elapsed_s": 0.0, **_evaluate(model, tokenizer, eval_items, cfg)})
+        ckpt_io.append_row(metrics_path, {"step": 0, "elapsed_s": 0.0, **_evaluate(model, tokenizer, eval_items, cfg)})
+
+    def save(step):
+        ckpt_io.save_checkpoint(out, model, optimizer, {"step": step, "elapsed_s": elapsed,
+                                                        "nonfinite_skips": skipped_total})
 
     bar = None
     if cfg.progress:
         from tqdm.auto import tqdm
         bar = tqdm(total=cfg.max_steps, initial=start, desc=f"{cfg.method} n={cfg.n} m={cfg.m}", unit="step")
-
-    def on_term(signum, frame):  # treat SIGTERM like Ctrl-C: checkpoint, then stop
-        raise KeyboardInterrupt
-    old_handler = signal.signal(signal.SIGTERM, on_term) if hasattr(signal, "SIGTERM") else None
     step, last_saved = start, start
     try:
-        while step < cfg.max_steps and not (cfg.budget_s and elapsed >= cfg.budget_s):
-            row = run_step(model, tokenizer, optimizer, cfg, items, step + 1)
-            step += 1
-            elapsed += row["step_s"]
-            skipped_total += row["skipped"]
-            row.update(elapsed_s=elapsed, nonfinite_skips=skipped_total, peak_mem_mb=peak_mem_mb(device))
-            final = step >= cfg.max_steps or (cfg.budget_s and elapsed >= cfg.budget_s)
-            if eval_items and (step % cfg.eval_every == 0 or final):
-                row.update(_evaluate(model, tokenizer, eval_items, cfg))
-            _append_row(metrics_path, row)
-            if step % cfg.save_every == 0 or final:
-                save_checkpoint(out, model, optimizer, {"step": step, "elapsed_s": elapsed,
-                                                        "nonfinite_skips": skipped_total})
-                last_saved = step
-            if bar is not None:
-                bar.update(1)
-                post = {"reward": f"{row['reward_mean']:.3f}", "acc": f"{row['correct_frac']:.2f}"}
-                if "eval_accuracy" in row:
-                    post["eval"] = f"{row['eval_accuracy']:.3f}"
-                bar.set_postfix(post)
+        with ckpt_io.sigterm_as_interrupt():
+            while step < cfg.max_steps and not (cfg.budget_s and elapsed >= cfg.budget_s):
+                row = run_step(model, tokenizer, optimizer, cfg, items, step + 1)
+                step += 1
+                elapsed += row["step_s"]
+                skipped_total += row["skipped"]
+                row.update(elapsed_s=elapsed, nonfinite_skips=skipped_total, peak_mem_mb=peak_mem_mb(device))
+                final = step >= cfg.max_steps or (cfg.budget_s and elapsed >= cfg.budget_s)
+                if eval_items and (step % cfg.eval_every == 0 or final):
+                    row.update(_evaluate(model, tokenizer, eval_items, cfg))
+                ckpt_io.append_row(metrics_path, row)
+                if step % cfg.save_every == 0 or final:
+                    save(step)
+                    last_saved = step
+                if bar is not None:
+                    bar.update(1)
+                    post = {"reward": f"{row['reward_mean']:.3f}", "acc": f"{row['correct_frac']:.2f}"}
+                    if "eval_accuracy" in row:
+                        post["eval"] = f"{row['eval_accuracy']:.3f}"
+                    bar.set_postfix(post)
     except KeyboardInterrupt:
         if step > last_saved:
-            save_checkpoint(out, model, optimizer, {"step": step, "elapsed_s": elapsed, "nonfinite_skips": skipped_total})
+            save(step)
         print(f"\nminipods.train: interrupted after step {step}; checkpoint saved. Continue with --resume.",
               file=sys.stderr)
         raise
     finally:
         if bar is not None:
             bar.close()
-        if old_handler is not None:
-            signal.signal(signal.SIGTERM, old_handler)
     model.save_pretrained(out / "adapter")
     return out
 
 
-def run_step(model, tok, optimizer, cfg: TrainConfig, items: list[dict], step: int) -> dict:
-    """One PODS step: rollouts -> rewards -> down-sample -> GRPO update. Returns the metrics row."""
-    t0 = time.perf_counter()
-    batch = step_items(items, step, cfg.prompts_per_step, cfg.seed)
-    prompts = [build_prompt(tok, it["question"]) for it in batch]
-    ro = generate_rollouts(model, tok, prompts, cfg.n, max_new_tokens=cfg.max_new_tokens,
-                           temperature=cfg.temperature, top_p=cfg.top_p, batch_size=cfg.gen_batch_size,
-                           max_prompt_tokens=cfg.max_prompt_tokens)
-    golds = [it["gold"] for it in batch for _ in range(cfg.n)]
-    sc = score_completions(ro.texts, golds)
-    rewards = torch.tensor(sc["reward"])  # (P*n,)
-    kept = select_kept(rewards, cfg.n, cfg.m, cfg.rule, cfg.seed, step)
-    flat = [g * cfg.n + i for g, ks in enumerate(kept) for i in ks]  # (P*m,) rows into ro
-    kept_batch = ro.select(flat)
-    if cfg.adv_norm == "kept":
-        adv = group_advantages(rewards[flat], kept_batch.group)
-    else:
-        adv = group_advantages(rewards, ro.group)[flat]
-    t1 = time.perf_counter()
-    upd = grpo_update(model, optimizer, kept_batch, adv, micro_batch_size=cfg.micro_batch_size,
-                      clip_eps=cfg.clip_eps, beta=cfg.beta, temperature=cfg.temperature,
-                      max_grad_norm=cfg.max_grad_norm or None, update_epochs=cfg.update_epochs,
-                      chunk_tokens=cfg.logprob_chunk)
-    t2 = time.perf_counter()
-    r_groups = rewards.view(-1, cfg.n)
-    kept_r = rewards[flat]
-    full_format = FORMAT_TAG_REWARD * len(FORMAT_TAGS) - 1e-9
-    return {
-        "step": step, "rollout_s": t1 - t0, "update_s": t2 - t1, "step_s": t2 - t0,
-        "reward_mean": float(rewards.mean()), "reward_std": float(rewards.std(unbiased=False)),
-        "kept_reward_mean": float(kept_r.mean()), "kept_reward_std": float(kept_r.std(unbiased=False)),
-        "correct_frac": float(np.mean(sc["correct"])), "format_frac": float(np.mean([f >= full_format for f in sc["format"]])),
-        "format_reward_mean": float(np.mean(sc["format"])),
-        "zero_std_frac": float((r_groups.max(1).values == r_groups.min(1).values).float().mean()),
-        "tokens": ro.num_tokens, "tokens_per_s": ro.tokens_per_s,
-        "completion_len_mean": ro.num_tokens / len(ro), "update_tokens": int(kept_batch.completion_mask.sum()),
-        "loss": upd["loss"], "grad_norm": upd["grad_norm"], "kl": upd["kl"], "clip_frac": upd["clip_frac"],
-        "skipped": upd["skipped"], "lr": optimizer.param_groups[0]["lr"], "kept_idx": kept,
-    }
-
-
 # ---------------------------------------------------------------- CLI
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m minipods.train", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+def build_parser() -> Parser:
+    p = Parser(prog="python -m minipods.train", description=__doc__.split("\n\n")[0])
     p.add_argument("--small", action="store_true", help="CPU-sized preset (= --preset small)")
     p.add_argument("--preset", choices=sorted(PRESETS), default=None, help="named settings; explicit flags override")
-    for f in dataclasses.fields(TrainConfig):
-        flag = "--" + f.name.replace("_", "-")
-        if f.type in (bool, "bool"):
-            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=f.metadata["help"])
-        else:
-            typ = {"int": int, "float": float, "str": str}.get(str(f.type).split(" |")[0], str)
-            p.add_argument(flag, type=typ, default=None, help=f.metadata["help"] + f" (default: {f.default})")
+    add_dataclass_args(p, TrainConfig)
     return p
 
 
 def config_from_args(argv=None) -> TrainConfig:
     args = build_parser().parse_args(argv)
-    preset = args.preset or ("small" if args.small else None)
     if args.small and args.preset and args.preset != "small":
         raise ValueError(f"--small conflicts with --preset {args.preset}")
-    overrides = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)}
-    cfg = make_config(preset, **overrides)
-    validate(cfg)
-    return cfg
+    return make_config(args.preset or ("small" if args.small else None), **overrides(args, TrainConfig))
 
 
 def main(argv=None) -> int:
+    prog = "minipods.train"
     try:
         cfg = config_from_args(argv)
         if cfg.model != DEFAULT_MODEL:
             from minipods.model import resolve_model
             resolve_model(cfg.model)  # a missing path fails here, before any work
-    except (ValueError, ModelNotFoundError) as e:
-        print(f"minipods.train: error: {e}", file=sys.stderr)
-        return 2
-    try:
         out = train(cfg)
     except KeyboardInterrupt:
         return 130
-    except ValueError as e:  # e.g. an existing run without --resume
-        print(f"minipods.train: error: {e}", file=sys.stderr)
-        return 2
+    except (ValueError, ModelNotFoundError, ckpt_io.RunError) as e:
+        return fail(prog, e)
     print(f"done: {out}")
     return 0
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from minipods import compare, plots
+from minipods import compare, plots, results
 from minipods import train as train_mod
 from minipods.model import tiny_policy
 
@@ -70,8 +70,8 @@ def cmp_dir(tmp_path_factory):
 
 
 def test_arms_get_their_own_settings_and_models(cmp_dir, tmp_path):
-    g = plots.read_config(cmp_dir / "grpo")
-    p = plots.read_config(cmp_dir / "pods_max_variance")
+    g = results.read_config(cmp_dir / "grpo")
+    p = results.read_config(cmp_dir / "pods_max_variance")
     assert (g["method"], g["n"], g["m"]) == ("grpo", 2, 2)  # GRPO: n = m = the shared m
     assert (p["method"], p["rule"], p["n"], p["m"]) == ("pods", "max_variance", 4, 2)
     for k in ("seed", "prompts_per_step", "max_steps", "lr", "data", "eval_limit"):
@@ -86,7 +86,7 @@ def test_arms_get_their_own_settings_and_models(cmp_dir, tmp_path):
 
 def test_resumed_arm_has_every_step_once(cmp_dir):
     for arm in ("grpo", "pods_max_variance"):
-        rows = train_mod.read_metrics(cmp_dir / arm / "metrics.jsonl")
+        rows = results.read_rows(cmp_dir / arm)
         assert [r["step"] for r in rows] == [0, 1, 2, 3]
         assert [r["step"] for r in rows if "eval_accuracy" in r] == [0, 2, 3]  # eval_every=2 and the last step
         el = [r["elapsed_s"] for r in rows]
@@ -99,8 +99,8 @@ def test_figures_and_summary_match_the_metrics(cmp_dir):
     for name in plots.FIGURES:
         data = (cmp_dir / name).read_bytes()
         assert data.startswith(PNG_MAGIC) and len(data) > 5000, name
-    runs = {a: train_mod.read_metrics(cmp_dir / a / "metrics.jsonl") for a in ("grpo", "pods_max_variance")}
-    want = plots.summarize(runs)
+    runs = {a: results.read_rows(cmp_dir / a) for a in ("grpo", "pods_max_variance")}
+    want = results.summarize(runs)
     got = _csv(cmp_dir / "summary.csv")
     assert [r["arm"] for r in got] == ["grpo", "pods_max_variance"]
     for w, g in zip(want, got):
@@ -169,7 +169,7 @@ HAND = {
 
 
 def test_summarize_known_answer(tmp_path):
-    s = {r["arm"]: r for r in plots.summarize(HAND)}
+    s = {r["arm"]: r for r in results.summarize(HAND)}
     g, p, r = s["grpo"], s["pods_max_variance"], s["pods_random"]
     assert g["target_accuracy"] == pytest.approx(0.495)  # 99% of GRPO's peak 0.5
     assert (g["peak_accuracy"], g["peak_time_s"], g["time_to_target_s"], g["speedup"]) == (0.5, 20, 20, 1.0)
@@ -178,20 +178,20 @@ def test_summarize_known_answer(tmp_path):
     assert g["mean_step_s"] == 10 and g["mean_rollout_s"] == 4 and g["mean_update_s"] == 6
     assert g["zero_std_frac"] == pytest.approx(0.25) and r["zero_std_frac"] == 0.5
     assert (g["steps"], g["train_s"], g["final_accuracy"], g["peak_mem_mb"]) == (3, 30, 0.48, 103.0)
-    md, _ = plots.write_summary(list(s.values()), tmp_path, {"grpo": {"method": "grpo", "n": 4, "m": 4}})
+    md, _ = results.write_summary(list(s.values()), tmp_path, {"grpo": {"method": "grpo", "n": 4, "m": 4}})
     text = md.read_text()
     assert "2.00x" in text and "not reached" in text and "0.495" in text
 
 
 def test_summarize_edge_cases():
     # no baseline arm, or a baseline that never scores: no target, no speedup (rather than 0/0)
-    s = plots.summarize({"pods_max_variance": HAND["pods_max_variance"]})
+    s = results.summarize({"pods_max_variance": HAND["pods_max_variance"]})
     assert s[0]["target_accuracy"] is None and s[0]["speedup"] is None and s[0]["peak_accuracy"] == 0.52
     zero = _run([(0, 0.0), (10, 0.0)], [(1, 10, 1, 1, 1.0)])
-    s = plots.summarize({"grpo": zero, "pods": HAND["pods_random"]})
+    s = results.summarize({"grpo": zero, "pods": HAND["pods_random"]})
     assert all(r["target_accuracy"] is None and r["time_to_target_s"] is None for r in s)
     # an arm without evaluations
-    s = plots.summarize({"grpo": HAND["grpo"], "x": [{"step": 1, "elapsed_s": 3, "step_s": 3}]})
+    s = results.summarize({"grpo": HAND["grpo"], "x": [{"step": 1, "elapsed_s": 3, "step_s": 3}]})
     assert s[1]["peak_accuracy"] is None and s[1]["time_to_target_s"] is None and s[1]["mean_step_s"] == 3
 
 
@@ -200,15 +200,15 @@ def test_sweep_points_and_figure(tmp_path):
             "pods_n8": _run([(0, 0.2), (12, 0.45), (24, 0.5)], [(1, 12, 1, 1, 0), (2, 24, 1, 1, 0)]),
             "pods_n16": _run([(0, 0.2), (18, 0.4), (36, 0.6)], [(1, 18, 1, 1, 0), (2, 36, 1, 1, 0)])}
     cfgs = {"pods_n4": {"n": 4, "m": 2}, "pods_n8": {"n": 8, "m": 2}, "pods_n16": {"n": 16, "m": 2}}
-    pts, at = plots.sweep_points(runs, cfgs)  # common horizon: min of the last evaluations = 20 s
+    pts, at = results.sweep_points(runs, cfgs)  # common horizon: min of the last evaluations = 20 s
     assert at == 20 and pts == [(4, 0.35), (8, 0.45), (16, 0.4)]  # single-peaked in n
-    pts, at = plots.sweep_points(runs, cfgs, at_s=math.inf)  # a budget run: each arm's final evaluation
+    pts, at = results.sweep_points(runs, cfgs, at_s=math.inf)  # a budget run: each arm's final evaluation
     assert pts == [(4, 0.35), (8, 0.5), (16, 0.6)]
     for a, rows in runs.items():
         (tmp_path / a).mkdir()
         (tmp_path / a / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         (tmp_path / a / "config.json").write_text(json.dumps({**cfgs[a], "method": "pods"}))
-    (tmp_path / plots.COMPARISON_FILE).write_text(json.dumps(
+    (tmp_path / results.COMPARISON_FILE).write_text(json.dumps(
         {"arms": list(runs), "sweep": {"param": "n", "values": [4, 8, 16], "arms": list(runs)}}))
     assert plots.main([str(tmp_path)]) == 0
     assert (tmp_path / plots.SWEEP_FIGURE).read_bytes().startswith(PNG_MAGIC)

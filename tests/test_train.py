@@ -8,6 +8,8 @@ import pytest
 import torch
 
 import minipods.train as T
+from minipods.checkpoint import save_checkpoint
+from minipods.results import read_rows
 from minipods.model import tiny_policy
 
 TIMING = {"rollout_s", "update_s", "step_s", "elapsed_s", "tokens_per_s", "peak_mem_mb"}
@@ -28,7 +30,7 @@ def run(cfg, seed=0):
 
 
 def rows(out):
-    return T.read_metrics(out / "metrics.jsonl")
+    return read_rows(out)
 
 
 def strip(rs):
@@ -133,7 +135,7 @@ def test_checkpoint_refuses_nonfinite_weights(tmp_path):
         next(p for n, p in model.named_parameters() if "lora_A" in n).fill_(float("inf"))
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad])
     with pytest.raises(RuntimeError, match="non-finite"):
-        T.save_checkpoint(tmp_path, model, opt, {"step": 1})
+        save_checkpoint(tmp_path, model, opt, {"step": 1})
     assert not (tmp_path / "checkpoint").exists()
 
 
