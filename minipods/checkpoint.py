@@ -125,6 +125,7 @@ def write_atomic(path: Path, text: str) -> None:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
+    fault_point("write_atomic")  # a kill here leaves the old file (or none) in place
     os.replace(tmp, path)
     _fsync_dir(path.parent)
 

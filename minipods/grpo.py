@@ -33,16 +33,17 @@ def group_advantages(rewards: torch.Tensor, group: torch.Tensor, eps: float = 1e
     """(B,) advantages: each reward standardised within its group (rows sharing `group`).
 
     std is the unbiased sample std (as in the DeepSeekMath/TRL implementations); a group whose
-    rewards are all equal gets advantage 0 (no signal), never NaN.
+    rewards are all equal gets advantage exactly 0 (no signal), never NaN. "All equal" is decided
+    by max == min, not by std > 0: the float32 mean of sixteen 0.1s is off by one ulp, so their std
+    is ~1e-8 > 0 and (r - mean) / (std + eps) would hand the group a spurious -7e-5.
     """
     rewards = rewards.float()
     adv = torch.zeros_like(rewards)
     for g in group.unique():
         sel = group == g
         r = rewards[sel]
-        std = r.std() if r.numel() > 1 else torch.tensor(0.0)
-        if std > 0:  # equal rewards: keep the zeros (exact, and no 0/0 when eps = 0)
-            adv[sel] = (r - r.mean()) / (std + eps)
+        if r.numel() > 1 and r.max() > r.min():  # equal rewards: keep the exact zeros
+            adv[sel] = (r - r.mean()) / (r.std() + eps)
     return adv
 
 
