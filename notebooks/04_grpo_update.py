@@ -39,8 +39,9 @@ print(f"{'SMALL' if SMALL else 'full'} mode | torch {torch.__version__} | {torch
 # ## 1. Kept rollouts and their advantages
 #
 # We sample $n$ rollouts for $P$ prompts, score them, keep $m$ per prompt with max-variance
-# (`train.select_kept`, which calls `downsample.downsample` per group), and compute GRPO advantages
-# **on the kept subset** (the paper's choice; `adv_norm="all"` would standardise over all $n$):
+# (`train.select_kept`, which calls `downsample.downsample` per group and returns the kept rows of the
+# batch), and compute GRPO advantages **on the kept subset** (the paper's choice; `adv_norm="all"`
+# would standardise over all $n$):
 #
 # $$A_i = \frac{r_i - \operatorname{mean}_{j\in S}(r_j)}{\operatorname{std}_{j \in S}(r_j) + \varepsilon},\qquad i \in S .$$
 #
@@ -62,12 +63,11 @@ torch.manual_seed(0)
 ro = generate_rollouts(model, tok, [build_prompt(tok, it["question"]) for it in items], n,
                        max_new_tokens=max_new, batch_size=16)
 rewards = torch.tensor(score_completions(ro.texts, [it["gold"] for it in items for _ in range(n)])["reward"])
-kept_idx = select_kept(rewards, n, m, "max_variance", seed=0, step=1)       # per prompt, indices 0..n-1
-flat = [g * n + i for g, ks in enumerate(kept_idx) for i in ks]
+flat = select_kept(rewards, n, m, "max_variance", seed=0, step=1)           # (P*m,) rows into ro, group-major
 batch = ro.select(flat)                                                     # the kept rollouts only
 adv = group_advantages(rewards[flat], batch.group)
 for g in range(P):
-    print(f"prompt {g}: rewards {[round(v, 3) for v in rewards[g * n:(g + 1) * n].tolist()]} -> keep {kept_idx[g]}")
+    print(f"prompt {g}: rewards {[round(v, 3) for v in rewards[g * n:(g + 1) * n].tolist()]} -> keep {[i - g * n for i in flat if i // n == g]}")
 print("kept advantages:", [round(a, 3) for a in adv.tolist()])
 print("kept batch:", tuple(batch.prompt_ids.shape), "prompt,", tuple(batch.completion_ids.shape), "completion tokens")
 for g in range(P):
