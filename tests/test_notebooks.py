@@ -1,13 +1,13 @@
-"""The teaching notebooks: each one runs top to bottom in SMALL mode, and the committed files are clean.
+"""The teaching notebooks: each one runs top to bottom in SMALL mode and matches its jupytext source.
 
 Each notebook is executed in a fresh python3 kernel (nbclient) with MINIPODS_NB_SMALL=1, its working
 directory a temporary folder (so runs it writes land there), and the repository on PYTHONPATH. A cell
 error fails the test; the notebooks assert key facts themselves (e.g. max-variance == brute force).
+The committed .ipynb carry full-mode outputs (`make notebooks`); their cells must equal the paired
+notebooks/NN_name.py, the file people edit.
 """
 
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -26,23 +26,44 @@ def test_notebooks_exist():
         "05_pods_vs_grpo.ipynb"]
 
 
+def _cells(nb, kinds=("code", "markdown")):
+    return [(c.cell_type, c.source) for c in nb.cells if c.cell_type in kinds]
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_committed_notebook_is_clean(path):
-    """No outputs, execution counts or widget state in the committed files (they are read on GitHub)."""
+def test_notebook_matches_source(path):
+    """notebooks/NN_name.py is what people edit: the committed .ipynb must hold exactly its cells.
+
+    Fix a failure with `jupytext --sync notebooks/NN_name.py` (cells only) or `make notebooks NB=NN`.
+    """
+    import jupytext
+
+    source = path.with_suffix(".py")
+    assert source.is_file(), f"{path.name} has no paired source {source.name}"
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "code":
-            assert cell.outputs == [], f"{path.name} cell {i} has outputs: strip them"
-            assert cell.execution_count is None, f"{path.name} cell {i} has an execution count"
+    text = jupytext.read(source)  # percent format, per notebooks/jupytext.toml
+    assert _cells(nb, ("code",)) == _cells(text, ("code",)), f"{path.name} code cells differ from {source.name}"
+    assert _cells(nb) == _cells(text), f"{path.name} markdown cells differ from {source.name}"
     assert "widgets" not in nb.metadata, f"{path.name} stores widget state"
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            assert "application/vnd.jupyter.widget-view+json" not in out.get("data", {}), \
+                f"{path.name} cell {i} has a widget output"
 
 
-def test_notebooks_match_generator():
-    """scripts/make_notebooks.py is how the notebooks are written; the committed files must match it."""
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_notebooks.py"), "--check"],
-                       capture_output=True, text=True, cwd=ROOT)
-    assert r.returncode == 0, r.stderr
+@pytest.mark.skipif(os.environ.get("MINIPODS_NB_OUTPUTS_CHECK") != "1",
+                    reason="set MINIPODS_NB_OUTPUTS_CHECK=1 once the notebooks are regenerated (make notebooks)")
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_committed_notebook_has_outputs(path):
+    """The committed notebooks carry a real full-mode run, in order, for readers on the repository page."""
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    counts = [c.execution_count for c in code]
+    assert None not in counts, f"{path.name} has unexecuted code cells: run `make notebooks NB={path.stem[:2]}`"
+    assert counts == list(range(1, len(code) + 1)), f"{path.name} was not run top to bottom in one kernel"
+    banner = "".join(out.get("text", "") for out in code[0].outputs)  # the setup cell prints the mode
+    assert banner.startswith("full mode"), f"{path.name} outputs are not from a full-mode run: {banner[:40]!r}"
 
 
 def _abs_env_path(monkeypatch, name):

@@ -1,0 +1,233 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 02 · Rewards: answer extraction, correctness, format, and zero-variance groups
+#
+# PODS trains with GRPO on **verifiable rewards**: a rule checks each rollout, with no learned reward
+# model (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026). `minipods.rewards` scores a completion as
+#
+# $$r = \underbrace{\mathbb 1[\text{extracted answer} = \text{gold}]}_{\text{correctness},\ 0\text{ or }1}
+# \;+\; \underbrace{0.025 \times \#\{\text{well-placed tags}\}}_{\text{format},\ 0\ldots0.1}.$$
+#
+# This notebook: the GSM8K answer format, extracting the final number from real and adversarial
+# completions, the format reward, the reward distribution of a group, and why a group whose rewards are
+# all equal gives GRPO **no learning signal**.
+
+# %%
+import os, sys, time, warnings
+from pathlib import Path
+
+try:
+    import minipods  # installed (`pip install -e .`) or on PYTHONPATH
+except ImportError:  # a plain checkout: notebooks/ sits next to the minipods/ package
+    sys.path.insert(0, str(Path.cwd().parent))
+    import minipods
+
+import numpy as np
+import torch
+import matplotlib.pyplot as plt
+
+warnings.filterwarnings("ignore", category=FutureWarning)
+SMALL = os.environ.get("MINIPODS_NB_SMALL") == "1"  # tiny sizes (the test suite sets this)
+T0 = time.perf_counter()
+torch.manual_seed(0)
+print(f"{'SMALL' if SMALL else 'full'} mode | torch {torch.__version__} | {torch.get_num_threads()} CPU threads")
+
+# %% [markdown]
+# ## 1. The GSM8K answer format
+#
+# A reference solution is worked text with calculator annotations `<<48/2=24>>` and a final line
+# `#### 72`. `data.parse_gold` keeps what follows the last `####`, normalised by
+# `rewards.normalize_number` (`$`, thousands commas and trailing zeros removed), so that `1,080`,
+# `1080.00` and `$1080` all compare equal.
+
+# %%
+from minipods.data import load_task, parse_gold
+from minipods.rewards import normalize_number
+
+items, source = load_task("gsm8k", "train", limit=8)
+print("data:", source, "\n")
+assert source.startswith("gsm8k") or not os.environ.get("MINIPODS_GSM8K_DIR"), "MINIPODS_GSM8K_DIR is set but unreadable"
+print(items[0]["answer"])
+print("\ngold:", items[0]["gold"])
+assert all(parse_gold(it["answer"], "nb") == it["gold"] for it in items)
+for raw, canon in [("1,080", "1080"), ("$5.50", "5.5"), ("-0", "0"), ("72.", "72"), ("007", "7")]:
+    assert normalize_number(raw) == canon, raw
+print({raw: normalize_number(raw) for raw in ["1,080", "$5.50", "-0", "72.", "007", "12 apples"]})
+
+# %% [markdown]
+# ## 2. Extracting the answer
+#
+# The system prompt asks for `<reasoning>…</reasoning><answer>…</answer>`. Small models rarely comply,
+# so grading is lenient (the package follows the paper here): `extract_answer` tries, in order,
+#
+# 1. the **last complete** `<answer>…</answer>` block — the number in its `\boxed{}` if any, else its
+#    last number;
+# 2. the first number after the last `####` (GSM8K's own format);
+# 3. the number in the last `\boxed{}`, else the **last number anywhere**.
+#
+# An unclosed `<answer>` (a generation cut at `max_new_tokens`) is not a block. The hard cases below
+# are asserted, so a change in the package's grading fails this notebook.
+
+# %%
+from minipods.rewards import extract_answer
+
+cases = [
+    ("well formed",                 "<reasoning>48/2 = 24; 48 + 24 = 72</reasoning>\n<answer>\n72\n</answer>", "72"),
+    ("units, $ and commas",         "<answer>$1,080.00</answer>", "1080"),
+    ("words in the block",          "<answer>She sold 48 + 24 = 72 clips</answer>", "72"),
+    ("boxed inside the block",      r"<answer>\boxed{72} (from 48 and 24)</answer>", "72"),
+    ("two blocks: the last wins",   "<answer>70</answer> wait, no: <answer>72</answer>", "72"),
+    ("negative decimal",            "<answer>-3.50</answer>", "-3.5"),
+    ("GSM8K style ####",            "48 + 24 = 72\n#### 72\nThe answer is 7", "72"),
+    ("empty block falls through",   "The total is 72.\n<answer></answer>", "72"),
+    ("unclosed block (truncated)",  "<reasoning>48/2 = 24</reasoning><answer>7", "7"),
+    ("boxed outside any block",     r"so the answer is \boxed{72}. Check: 3 + 4", "72"),
+    ("no number at all",            "I do not know.", None),
+]
+for name, text, want in cases:
+    got = extract_answer(text)
+    print(f"{name:28s} -> {got!s:6s}   {text[:60]!r}")
+    assert got == want, (name, got, want)
+
+# %% [markdown]
+# ## 3. The format reward
+#
+# Each tag of `<reasoning>`, `</reasoning>`, `<answer>`, `</answer>` earns 0.025 when it occurs
+# **exactly once** and, after the first, the previous tag also occurs exactly once and comes before it.
+# So order matters, and a duplicated or missing tag also costs the tag after it.
+
+# %%
+from minipods.rewards import format_reward, correctness_reward, total_reward
+
+fmt_cases = [
+    ("all four, in order",   "<reasoning>r</reasoning><answer>72</answer>", 0.1),
+    ("no tags",              "72", 0.0),
+    ("missing </reasoning>", "<reasoning>r <answer>72</answer>", 0.05),
+    ("answer before reasoning", "<answer>72</answer><reasoning>r</reasoning>", 0.075),
+    ("<answer> twice",       "<reasoning>r</reasoning><answer>7<answer>72</answer>", 0.05),
+]
+for name, text, want in fmt_cases:
+    got = format_reward(text)
+    print(f"{name:26s} format {got:.3f}   correct(72) {correctness_reward(text, '72'):.0f}   total {total_reward(text, '72'):.3f}")
+    assert abs(got - want) < 1e-12, (name, got)
+
+# %% [markdown]
+# ## 4. Rewards of real groups
+#
+# Now the real thing: $n$ rollouts of SmolLM2-135M-Instruct for a few GSM8K questions, scored with
+# `score_completions`. A 135M model solves very few GSM8K problems, so most groups are all wrong. The
+# package's synthetic word problems (`data.synthetic_problems`, one arithmetic step each; not part of
+# the paper) are easy enough to give mixed groups more often; we score both.
+
+# %%
+from minipods.model import load_policy
+from minipods.data import build_prompt, synthetic_problems
+from minipods.rollouts import generate_rollouts
+from minipods.rewards import score_completions
+
+model, tok = load_policy()
+P, n, max_new = (2, 4, 48) if SMALL else (4, 8, 192)
+
+def score_groups(task_items, seed=0):
+    torch.manual_seed(seed)
+    ro = generate_rollouts(model, tok, [build_prompt(tok, it["question"]) for it in task_items], n,
+                           max_new_tokens=max_new, temperature=0.9, batch_size=32)
+    golds = [it["gold"] for it in task_items for _ in range(n)]
+    return ro, score_completions(ro.texts, golds)
+
+groups = {"GSM8K": items[:P], "synthetic": synthetic_problems(P, seed=0)}
+scored = {name: score_groups(its) for name, its in groups.items()}
+ro, sc = scored["GSM8K"]
+for i in range(min(n, 3)):
+    print(f"--- GSM8K q0 rollout {i}: extracted {extract_answer(ro.texts[i])!r}, gold {items[0]['gold']!r}, "
+          f"reward {sc['reward'][i]:.3f}\n{ro.texts[i][:400]}")
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.5), sharey=True)
+for ax, (name, (ro_, sc_)) in zip(axes, scored.items()):
+    r = torch.tensor(sc_["reward"]).view(P, n)
+    for g in range(P):
+        ax.scatter(np.full(n, g) + np.random.default_rng(g).uniform(-0.15, 0.15, n), r[g], alpha=0.7)
+    zero = int((r.max(1).values == r.min(1).values).sum())
+    ax.set_title(f"{name}: {zero}/{P} groups with zero reward variance")
+    ax.set_xlabel("question (group)"); ax.set_xticks(range(P))
+    print(f"{name:9s} rewards per group:", [[round(v, 3) for v in row] for row in r.tolist()])
+axes[0].set_ylabel("reward (correct + format)")
+plt.tight_layout(); plt.show()
+
+# %% [markdown]
+# ## 5. Zero-variance groups carry no GRPO signal
+#
+# GRPO replaces a value function by the group itself. For the rollouts $o_1,\dots,o_n$ of one prompt
+# with rewards $r_1,\dots,r_n$,
+#
+# $$A_i = \frac{r_i - \bar r}{\operatorname{std}(r) + \varepsilon},\qquad
+# \nabla_\theta \mathcal L = -\frac{1}{N}\sum_i A_i \sum_t \nabla_\theta \log \pi_\theta(o_{i,t}\mid q, o_{i,<t})$$
+#
+# (at the first gradient step, where the importance ratio is 1; $N$ = number of tokens). If all $r_i$ are
+# equal, every $A_i = 0$ and the prompt contributes **exactly zero gradient** — its rollouts cost
+# generation time and teach nothing. `grpo.group_advantages` returns exact zeros for such groups (never
+# NaN).
+
+# %%
+from minipods.grpo import group_advantages, grpo_loss
+
+for r in ([0., 0., 0., 0.], [1.1, 1.1, 1.1, 1.1], [0., 1., 0., 0.], [0., 0.025, 0.1, 1.1]):
+    a = group_advantages(torch.tensor(r), torch.zeros(4, dtype=torch.long))
+    print(f"rewards {r} -> advantages {[round(v, 3) for v in a.tolist()]}")
+    assert bool((a == 0).all()) == (len(set(r)) == 1)
+
+# the loss gradient w.r.t. every token log-prob: zero for zero advantages, -A_i / N otherwise
+logp = torch.randn(4, 6, requires_grad=True)
+mask = torch.ones(4, 6)
+for adv in (torch.zeros(4), torch.tensor([1.5, -0.5, -0.5, -0.5])):
+    logp.grad = None
+    loss, _ = grpo_loss(logp, logp.detach(), adv, mask, num_tokens=int(mask.sum()))
+    loss.backward()
+    assert torch.allclose(logp.grad, -adv[:, None].expand(4, 6) / mask.sum())
+    print("advantages", adv.tolist(), "-> d loss / d logp (row means):", [round(v, 4) for v in logp.grad.mean(1).tolist()])
+
+# %% [markdown]
+# ### How often is a group uninformative?
+#
+# With binary correctness and a per-question success probability $p$, all $n$ rollouts agree with
+# probability
+#
+# $$\Pr[\text{zero variance}] = p^n + (1-p)^n .$$
+#
+# For a weak model on hard questions ($p$ near 0) or a strong model on easy ones ($p$ near 1) this is
+# close to 1 unless $n$ is large. **A larger $n$ makes a mixed group far more likely** — and generating
+# is the cheap phase. PODS generates a large $n$ and then keeps the $m$ most informative rollouts for
+# the expensive update (notebook 03). No down-sampling rule can rescue a group whose $n$ rewards are all
+# equal.
+
+# %%
+ps = np.linspace(0, 1, 201)
+rng = np.random.default_rng(0)
+fig, ax = plt.subplots(figsize=(7, 3.5))
+for nn in (4, 16, 64):
+    ax.plot(ps, ps ** nn + (1 - ps) ** nn, label=f"n = {nn}")
+    for p in (0.05, 0.5, 0.9):  # Monte-Carlo check of the formula
+        sims = rng.random((20000, nn)) < p
+        mc = np.mean(sims.all(1) | (~sims).all(1))
+        assert abs(mc - (p ** nn + (1 - p) ** nn)) < 0.02, (nn, p, mc)
+ax.set_xlabel("per-question success probability p"); ax.set_ylabel("P[all n rewards equal]")
+ax.set_title("zero-variance groups become rare as n grows"); ax.legend(); plt.show()
+for p in (0.02, 0.2):
+    print(f"p = {p}: P[zero variance] = " + ", ".join(f"{(p ** k + (1 - p) ** k):.3f} (n={k})" for k in (4, 16, 64)))
+
+# %% [markdown]
+# **Takeaways.** Rewards are rule-based and lenient about where the number is; the format term adds a
+# small, graded signal. A group's rewards only matter through their differences: equal rewards mean
+# zero advantages and zero gradient. Generating more rollouts per prompt makes informative groups
+# likelier — the inference-side half of PODS.
+
+# %%
+print(f"notebook ran in {time.perf_counter() - T0:.0f} s ({'SMALL' if SMALL else 'full'} mode)")
