@@ -9,20 +9,12 @@ on them is expensive and memory-bound, so generate n and update on m < n. These 
   logprob  chunked log-probs (grpo.token_logprobs) vs a full-vocabulary log-softmax
            (grpo.naive_token_logprobs): peak memory of forward+backward, and their max abs difference
   select   max_variance down-sampling time for n = 16 ... 1,000,000 and its log-log growth exponent
-  trl      one warm GRPO step of minipods vs one of trl.GRPOTrainer, same model/prompts/n/length/LoRA/
-           dtype/threads (needs `pip install -r requirements-bench.txt -c requirements.txt`)
-  cuda     the paper recipe's update on a GPU (Qwen2.5-3B-Instruct 4-bit, LoRA r=64, m=16, 1024-token
-           sequences, gradient checkpointing, micro-batch 4): peak memory, s/update, "fits a 24 GB
-           card", and generation tokens/s. Skipped (with a message) without CUDA.
+  trl      one warm GRPO step of minipods beside one of trl.GRPOTrainer, same settings (bench_trl.py)
+  cuda     the paper recipe's update on a GPU: memory, s/update, "fits a 24 GB card" (bench_cuda.py)
 
-Memory: on CUDA, torch's peak allocated bytes over the measurement. On CPU, the process's peak
-resident set size (the kernel's high-water mark, reset just before) minus the RSS before. glibc
-keeps freed heap memory cached and fragmented, which made such RSS peaks off by up to ~3x from the
-memory in use, so the memory measurements of the update and logprob parts run in a fresh worker
-process with glibc mapping every block >= 64 KiB on its own (exact_cpu_memory; in-process for a
-model passed in, e.g. in tests), and the update times come from separate runs with the normal
-allocator. The `trl` part runs each framework in a fresh subprocess and reports the
-plain peak RSS of its warm step (what a user would see); `cuda` runs in a subprocess too.
+Memory (memory.py): CUDA's peak allocated bytes, or the peak RSS of a phase on CPU. The CPU numbers of
+the update and logprob parts come from a fresh worker process with the allocator in exact mode
+(bench_memory.py), their times from separate runs with the normal allocator.
 
 `--quick` sizes everything for a shared 2-core CPU (a few minutes) and, unless --threads is given,
 uses 1 torch thread: with other jobs on the box, 2 OpenMP threads were ~10x slower than 1 here.
@@ -31,69 +23,56 @@ uses 1 torch thread: with other jobs on the box, 2 OpenMP threads were ~10x slow
 from __future__ import annotations
 
 import argparse
-import contextlib
-import ctypes
-import gc
 import json
 import math
 import os
 import platform
-import resource
-import subprocess
 import sys
-import tempfile
-import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
+
 PARTS = ("rollout", "update", "logprob", "select", "trl", "cuda")
 MODEL_PARTS = ("rollout", "update", "logprob")  # parts that use the in-process model
-TRL_SKIP_MSG = "skipped (pip install -r requirements-bench.txt)"
-CUDA_SKIP_MSG = "skipped (no CUDA GPU; run on a CUDA machine with the hub reachable)"
-RESULT_TAG = "BENCH_RESULT "
-CARD_GIB = 24.0  # "fits a 24 GB card"
-CARD_HEADROOM_GIB = 1.0  # CUDA context + fragmentation left free on the card
+DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 # ---------------------------------------------------------------- settings
 @dataclass
 class BenchConfig:
-    model: str = "smollm2-135m-instruct"
-    dtype: str = "auto"
-    threads: int = 0  # 0: torch default (quick: 1)
-    device: str = "auto"
-    quick: bool = False
-    seed: int = 0
-    lora_r: int = 64
-    lora_alpha: int = 64
-    # rollout
-    n: int = 16
-    max_new_tokens: int = 128
-    # update
-    m_values: list[int] = field(default_factory=lambda: [2, 4, 8, 16])
-    micro_batch_size: int = 4
-    repeats: int = 3  # timed repeats per point (median time, max memory)
-    # logprob
-    logprob_batch: int = 16
-    logprob_chunk: int = 512  # logprob part only (the update part uses the training default, 512)
-    # select
-    select_sizes: list[int] = field(default_factory=lambda: [16, 64, 256, 1024, 4096, 16384, 65536,
-                                                             262144, 1_000_000])
-    # trl
-    trl_prompts: int = 4
-    trl_n: int = 8
-    trl_max_new_tokens: int = 128
-    # cuda
-    cuda_model: str = "Qwen/Qwen2.5-3B-Instruct"
-    cuda_m: int = 16
-    cuda_seq_tokens: int = 1024  # prompt + completion tokens per sequence (paper: 512 + 512)
-    cuda_prompts: int = 1  # prompts per update (the paper's step has 8: 8 x 16 sequences)
-    cuda_gen_n: int = 64
-    cuda_gen_tokens: int = 512
+    """What every part measures; `--quick` lays QUICK over these defaults, flags over both."""
+    model: str = setting("smollm2-135m-instruct", "model for rollout/update/logprob/trl (offline default)")
+    dtype: str = setting("auto", "auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16 | float16")
+    threads: int = setting(0, "torch threads (0: torch's default; --quick: 1)")
+    device: str = setting("auto", "auto | cpu | cuda")
+    quick: bool = setting(False, "small sizes for a shared CPU (a few minutes), 1 thread")
+    seed: int = setting(0, "seed of the prompts, sampling and LoRA init")
+    lora_r: int = setting(64, "LoRA rank (rollout/update/logprob/trl)")
+    lora_alpha: int = setting(64, "LoRA alpha")
+    n: int = setting(16, "rollouts per prompt (the fixed set the update and logprob parts reuse)")
+    max_new_tokens: int = setting(128, "rollout length in tokens (quick: 64)")
+    m_values: list[int] = setting([2, 4, 8, 16], "kept-rollout counts for the update part (each <= n)")
+    micro_batch_size: int = setting(4, "sequences per forward/backward (update, trl, cuda)")
+    repeats: int = setting(3, "timed repeats per update point: median time, max memory (quick: 1)")
+    logprob_batch: int = setting(16, "sequences in the logprob part (quick: 4)")
+    logprob_chunk: int = setting(512, "tokens per chunk in the logprob part; the update part uses the "
+                                      "training default, 512 (quick: 64)")
+    select_sizes: list[int] = setting([16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1_000_000],
+                                      "n values for the select part")
+    trl_prompts: int = setting(4, "prompts per step in the trl part (quick: 2)")
+    trl_n: int = setting(8, "generations per prompt in the trl part (quick: 4)")
+    trl_max_new_tokens: int = setting(128, "completion length in the trl part (quick: 32)")
+    cuda_model: str = setting("Qwen/Qwen2.5-3B-Instruct", "model of the cuda part (the paper's)")
+    cuda_m: int = setting(16, "kept rollouts per prompt in the cuda part (the paper's m)")
+    cuda_seq_tokens: int = setting(1024, "prompt + completion tokens per sequence in the cuda part (paper: 512 + 512)")
+    cuda_prompts: int = setting(1, "prompts per update in the cuda part (1: m=16 sequences; the paper's step: 8)")
+    cuda_gen_n: int = setting(64, "rollouts of one prompt in the cuda part's generation (quick: 16)")
+    cuda_gen_tokens: int = setting(512, "tokens per rollout in the cuda part's generation (quick: 128)")
 
 
 # quick: the logprob batch (4 x 64 tokens) spans 4 chunks of 64, as the full run's 16 x 128 spans 4 of 512
@@ -128,11 +107,7 @@ def fit_power_law(xs, ys) -> tuple[float, float]:
 def fmt_s(s: float) -> str:
     if s is None or not math.isfinite(s):
         return "n/a"
-    if s >= 1:
-        return f"{s:.2f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.1f} ms"
-    return f"{s * 1e6:.1f} µs"
+    return f"{s:.2f} s" if s >= 1 else f"{s * 1e3:.1f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} µs"
 
 
 def fmt_mb(mb: float) -> str:
@@ -158,154 +133,16 @@ def format_table(rows: list[list[str]], headers=("part", "measurement", "result"
                      + [line(r) for r in rows])
 
 
-def _sync(device: str) -> None:
+def sync(device: str) -> None:
+    """Wait for queued CUDA work, so that a timer sees it finished (no-op on CPU)."""
     if device.startswith("cuda"):
         torch.cuda.synchronize()
 
 
-def _malloc_trim() -> None:
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
-M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
-EXACT_MMAP_THRESHOLD = 64 << 10  # allocations >= 64 KiB get their own mapping, unmapped on free
-DEFAULT_MMAP_THRESHOLD = 32 << 20  # where glibc's dynamic threshold settles once large blocks were freed
-
-
-@contextlib.contextmanager
-def exact_cpu_memory(device: str = "cpu"):
-    """Make CPU RSS follow live memory (glibc only); yields whether that took effect.
-
-    glibc serves blocks below its mmap threshold (which grows to 32 MiB) from its heap and keeps
-    freed heap memory, cached and fragmented: RSS peaks then overstate (trimmed heap faulted in
-    again) or understate (cached heap reused) what a computation needs, by up to ~3x here, depending
-    on what ran before in the process. With a 64 KiB threshold every tensor of 64 KiB or more (all
-    activations, logits, LoRA weights and grads) is mapped and unmapped on its own, so the peak RSS
-    increase is the peak of live memory (checked against glibc's mallinfo2 accounting). Fresh pages
-    cost time (CPU compute ~1.5x slower), so only memory measurements use it.
-    """
-    if _EXACT_PROCESS and not device.startswith("cuda"):  # already on for the whole process
-        yield True
-        return
-    libc = None
-    if not device.startswith("cuda"):
-        try:
-            libc = ctypes.CDLL("libc.so.6")
-            if libc.mallopt(M_MMAP_THRESHOLD, EXACT_MMAP_THRESHOLD) != 1:
-                libc = None
-        except (OSError, AttributeError):
-            libc = None
-    try:
-        yield libc is not None
-    finally:
-        if libc is not None:
-            libc.mallopt(M_MMAP_THRESHOLD, DEFAULT_MMAP_THRESHOLD)
-
-
-_EXACT_PROCESS = False
-
-
-def exact_memory_for_process() -> bool:
-    """exact_cpu_memory for the rest of this process (a fresh worker: no heap history to skew RSS)."""
-    global _EXACT_PROCESS
-    try:
-        _EXACT_PROCESS = ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, EXACT_MMAP_THRESHOLD) == 1
-    except (OSError, AttributeError):
-        _EXACT_PROCESS = False
-    return _EXACT_PROCESS
-
-
-def rss_mb() -> float:
-    import psutil
-    return psutil.Process().memory_info().rss / 2**20
-
-
-def _peak_rss_mb() -> float | None:
-    """The kernel's high-water mark of this process's RSS (VmHWM), Linux only."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
-def _reset_peak_rss() -> bool:
-    """Reset VmHWM to the current RSS (Linux >= 4.0: write 5 to /proc/self/clear_refs)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return _peak_rss_mb() is not None
-    except OSError:
-        return False
-
-
-class MemoryMeter:
-    """Peak memory of the code inside `with MemoryMeter(device) as mm:`.
-
-    mm.base_mb: memory at entry; mm.peak_mb: peak during; mm.delta_mb = peak - base (what the code
-    itself needed). CUDA: torch's allocated bytes (mm.reserved_mb: peak reserved). CPU: resident set
-    size; the exact peak from the kernel's high-water mark (reset at entry) where Linux offers it
-    (`kind` "rss"), else sampled every `interval_s` by a thread (`kind` "rss-sampled").
-    """
-
-    def __init__(self, device: str = "cpu", interval_s: float = 0.005):
-        self.device, self.interval = device, interval_s
-        self.cuda = device.startswith("cuda")
-        self.kind = "cuda" if self.cuda else "rss"
-        self.base_mb = self.peak_mb = self.reserved_mb = float("nan")
-        self._thread = None
-
-    def __enter__(self):
-        gc.collect()
-        if self.cuda:
-            torch.cuda.synchronize()
-            torch.cuda.empty_cache()
-            torch.cuda.reset_peak_memory_stats()
-            self.base_mb = torch.cuda.memory_allocated() / 2**20
-            return self
-        # Return free heap pages to the OS first: glibc serves even large blocks from free heap chunks
-        # before it maps new ones, and reused resident pages would not show up as an RSS increase.
-        _malloc_trim()
-        self.base_mb = self.peak_mb = rss_mb()
-        if not _reset_peak_rss():
-            self.kind = "rss-sampled"
-            self._stop = threading.Event()
-
-            def sample():
-                while not self._stop.wait(self.interval):
-                    self.peak_mb = max(self.peak_mb, rss_mb())
-            self._thread = threading.Thread(target=sample, daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        if self.cuda:
-            torch.cuda.synchronize()
-            self.peak_mb = torch.cuda.max_memory_allocated() / 2**20
-            self.reserved_mb = torch.cuda.max_memory_reserved() / 2**20
-        elif self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-            self.peak_mb = max(self.peak_mb, rss_mb())
-        else:
-            self.peak_mb = max(self.base_mb, _peak_rss_mb(), rss_mb())
-        return False
-
-    @property
-    def delta_mb(self) -> float:
-        return self.peak_mb - self.base_mb
-
-
-def _sample_prompt(tok, seed: int = 0, k: int = 1) -> tuple[list[str], list[str]]:
-    """k GSM8K-style prompts (seeded synthetic word problems, no data download) and their answers."""
-    from minipods.data import build_prompt, synthetic_problems
-    items = synthetic_problems(k, seed=seed)
-    return [build_prompt(tok, it["question"]) for it in items], [it["gold"] for it in items]
+def set_threads(n: int) -> None:
+    """torch threads for this process (0: leave torch's default)."""
+    if n:
+        torch.set_num_threads(n)
 
 
 @dataclass
@@ -316,14 +153,13 @@ class Context:
     device: str = "cpu"
     prompt: str = ""
     rollouts: object = None
-    # CPU with a model loaded by name: the memory of the update and logprob parts is measured in a
-    # fresh worker process (a long-lived process's heap history skews RSS even in exact mode)
-    memory_worker: bool = False
-    memory_parts: tuple = ()
-    memory: dict | None = None
+    parts: tuple = ()  # the parts of this run
+    by_name: bool = False  # the model was loaded by name (so a worker process can load it too)
+    memory: dict | None = None  # bench_memory.memory_in_worker's numbers, once measured
 
 
-def _fixed_rollouts(ctx: Context, cfg: BenchConfig):
+def fixed_rollouts(ctx: Context, cfg: BenchConfig):
+    """The one set of n rollouts the update and logprob parts share (the rollout part's, if it ran)."""
     from minipods.rollouts import generate_rollouts
     if ctx.rollouts is None:
         torch.manual_seed(cfg.seed)
@@ -361,7 +197,7 @@ def rows_rollout(r: dict) -> list[list[str]]:
 
 
 # ---------------------------------------------------------------- part 2: update cost vs m
-def _updater(model, ro, device: str, micro_batch_size: int):
+def updater(model, ro, device: str, micro_batch_size: int):
     """update(m) -> (seconds, completion tokens): one GRPO update on the first m rollouts of `ro`,
     with the training defaults (optimizer, log-prob chunk) and 0/1 rewards (non-zero advantages)."""
     from minipods.grpo import group_advantages, grpo_update
@@ -374,118 +210,22 @@ def _updater(model, ro, device: str, micro_batch_size: int):
         idx = list(range(m))  # one fixed set: the first m rollouts of the same n
         batch = ro.select(idx)
         adv = group_advantages(rewards[idx], batch.group)
-        _sync(device)
+        sync(device)
         t0 = time.perf_counter()
         grpo_update(model, optimizer, batch, adv, micro_batch_size=micro_batch_size, max_grad_norm=1.0,
                     chunk_tokens=tcfg.logprob_chunk)
-        _sync(device)
+        sync(device)
         return time.perf_counter() - t0, int(batch.completion_mask.sum())
     return update
 
 
-def measure_update_memory(update, ms: list[int], device: str) -> dict[int, float]:
-    """Peak memory increase of one update for each m (after a warm-up update: optimizer state)."""
-    update(ms[0])
-    peaks = {}
-    with exact_cpu_memory(device):  # RSS = live memory; slower, so these runs are not timed
-        for m in ms:
-            with MemoryMeter(device) as mm:
-                update(m)
-            peaks[m] = mm.delta_mb
-    return peaks
-
-
-def measure_logprob_memory(model, b, chunk_tokens: int, device: str) -> dict:
-    """Peak memory of forward+backward through the chunked and the naive log-probs on batch `b`,
-    without and with gradient checkpointing of the backbone, and how far apart their values are."""
-    from minipods.grpo import naive_token_logprobs, token_logprobs
-    args = (b.prompt_ids, b.prompt_mask, b.completion_ids, b.completion_mask)
-    ntok = max(int(b.completion_mask.sum()), 1)
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-
-    def run(fn, **kw):
-        model.zero_grad(set_to_none=True)
-        with MemoryMeter(device) as mm:  # not timed: exact_cpu_memory slows CPU compute down
-            logp = fn(model, *args, **kw)
-            (-(logp.sum()) / ntok).backward()
-            _sync(device)
-        model.zero_grad(set_to_none=True)
-        return logp.detach().float().cpu(), {"peak_mb": mm.delta_mb}
-
-    model.train()
-    with torch.no_grad():  # warm-up
-        token_logprobs(model, *[a[:1] for a in args], chunk_tokens=chunk_tokens)
-    mask = b.completion_mask.bool()
-    runs = {}
-    for name, ckpt in (("plain", False), ("grad_ckpt", True)):
-        if ckpt:
-            base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        try:
-            with exact_cpu_memory(device):
-                lp_c, chunked = run(token_logprobs, chunk_tokens=chunk_tokens)
-                lp_n, naive = run(naive_token_logprobs)
-        finally:
-            if ckpt:
-                base.gradient_checkpointing_disable()
-        diff = float((lp_c - lp_n)[mask].abs().max()) if mask.any() else 0.0
-        runs[name] = {"chunked": chunked, "naive": naive, "ratio": ratio(naive["peak_mb"], chunked["peak_mb"]),
-                      "max_abs_diff": diff}
-    return runs
-
-
-def _isolated_memory(ctx: Context, cfg: BenchConfig) -> dict | None:
-    """The memory numbers of the update and logprob parts from one fresh worker (None: measure here)."""
-    if not ctx.memory_worker:
-        return None
-    if ctx.memory is None:
-        ro = _fixed_rollouts(ctx, cfg)
-        with tempfile.TemporaryDirectory(prefix="minipods-bench-") as d:
-            path = str(Path(d) / "rollouts.pt")
-            torch.save({k: getattr(ro, k) for k in ("prompt_ids", "prompt_mask", "completion_ids",
-                                                    "completion_mask", "group", "n")}, path)
-            ctx.memory = run_worker("memory", dict(
-                model=cfg.model, dtype=cfg.dtype, device=ctx.device, threads=cfg.threads, seed=cfg.seed,
-                lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha, rollouts=path, parts=list(ctx.memory_parts),
-                m_values=[m for m in cfg.m_values if m <= len(ro)], micro_batch_size=cfg.micro_batch_size,
-                logprob_batch=cfg.logprob_batch, logprob_chunk=cfg.logprob_chunk))
-        if "error" in ctx.memory:
-            raise RuntimeError(f"memory worker failed: {ctx.memory['error']}")
-    return ctx.memory
-
-
-def worker_memory(a: dict) -> dict:
-    from minipods.model import load_policy
-    from minipods.rollouts import Rollouts
-    exact = exact_memory_for_process()  # before anything is allocated: the whole heap history is exact
-    _set_threads(a["threads"])
-    torch.manual_seed(a["seed"])
-    model, _ = load_policy(a["model"], dtype=a["dtype"], device=a["device"], lora_r=a["lora_r"],
-                           lora_alpha=a["lora_alpha"])
-    d = torch.load(a["rollouts"])
-    ro = Rollouts(d["prompt_ids"], d["prompt_mask"], d["completion_ids"], d["completion_mask"], d["group"],
-                  [""] * len(d["group"]), d["n"])
-    out: dict = {"exact_memory": exact}
-    if "update" in a["parts"]:
-        update = _updater(model, ro, a["device"], a["micro_batch_size"])
-        out["update"] = {str(m): v for m, v in measure_update_memory(update, a["m_values"], a["device"]).items()}
-    if "logprob" in a["parts"]:
-        b = ro.select(list(range(min(a["logprob_batch"], len(ro)))))
-        out["logprob"] = measure_logprob_memory(model, b, a["logprob_chunk"], a["device"])
-    return out
-
-
 def part_update(ctx: Context, cfg: BenchConfig) -> dict:
-    ro = _fixed_rollouts(ctx, cfg)
-    ms = [m for m in cfg.m_values if m <= len(ro)]
-    if len(ms) < 2:
-        raise ValueError(f"update part needs >= 2 m values <= n={len(ro)}, got {cfg.m_values}")
-    update = _updater(ctx.model, ro, ctx.device, cfg.micro_batch_size)
-    mem = _isolated_memory(ctx, cfg)
-    if mem is None:
-        peaks, where, exact = measure_update_memory(update, ms, ctx.device), "in-process", None
-    else:
-        update(ms[0])  # warm-up: optimizer state, lazy kernels
-        peaks, where, exact = {int(k): v for k, v in mem["update"].items()}, "fresh worker", mem["exact_memory"]
+    from minipods.bench_memory import update_memory  # imported on use: it imports this module
+    ro = fixed_rollouts(ctx, cfg)
+    ms = [m for m in cfg.m_values if m <= len(ro)]  # validate() saw to at least 2
+    update = updater(ctx.model, ro, ctx.device, cfg.micro_batch_size)
+    peaks, where, exact = update_memory(ctx, cfg, update, ms)  # exact mode: here or in a fresh worker
+    update(ms[0])  # warm-up for the timing: optimizer state, lazy kernels
     points = []
     for m in ms:  # timing: the normal allocator, nothing else running
         times = [update(m) for _ in range(max(1, cfg.repeats))]
@@ -523,14 +263,11 @@ def part_logprob(ctx: Context, cfg: BenchConfig) -> dict:
     """Chunked vs naive log-probs, forward+backward on one batch, without and with gradient
     checkpointing of the backbone (the paper recipe uses it; it removes most backbone activations,
     so what is left is mostly the head's (tokens x vocab) logits, which chunking bounds)."""
-    ro = _fixed_rollouts(ctx, cfg)
+    from minipods.bench_memory import logprob_memory
+    ro = fixed_rollouts(ctx, cfg)
     b = ro.select(list(range(min(cfg.logprob_batch, len(ro)))))
     base = ctx.model.get_base_model() if hasattr(ctx.model, "get_base_model") else ctx.model
-    mem = _isolated_memory(ctx, cfg)
-    if mem is None:
-        runs, where = measure_logprob_memory(ctx.model, b, cfg.logprob_chunk, ctx.device), "in-process"
-    else:
-        runs, where = mem["logprob"], "fresh worker"
+    runs, where = logprob_memory(ctx, cfg, b)  # chunked vs naive, without and with checkpointing
     return {"batch_size": len(b), "seq_len": b.prompt_ids.shape[1] + b.completion_ids.shape[1],
             "completion_tokens": int(b.completion_mask.sum()), "vocab": base.get_output_embeddings().weight.shape[0],
             "chunk_tokens": cfg.logprob_chunk, "runs": runs, "memory_measured": where,
@@ -593,295 +330,7 @@ def rows_select(r: dict) -> list[list[str]]:
     return rows
 
 
-# ---------------------------------------------------------------- part 5: beside TRL
-def trl_available() -> bool:
-    import importlib.util
-    return importlib.util.find_spec("trl") is not None
-
-
-def _trl_settings(cfg: BenchConfig, device: str) -> dict:
-    from minipods.model import pick_dtype
-    if (cfg.trl_prompts * cfg.trl_n) % cfg.micro_batch_size:
-        raise ValueError("trl_prompts * trl_n must be a multiple of micro_batch_size")
-    dt = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}[pick_dtype(cfg.dtype, device)]
-    return dict(model=cfg.model, dtype=dt, device=device, threads=cfg.threads, seed=cfg.seed, prompts=cfg.trl_prompts,
-                n=cfg.trl_n, max_new_tokens=cfg.trl_max_new_tokens, micro_batch_size=cfg.micro_batch_size,
-                lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lr=5e-6, max_grad_norm=1.0, temperature=0.9,
-                max_prompt_tokens=512, top_k=0)  # minipods samples without top-k; TRL: 0 = off
-
-
-def run_worker(kind: str, args: dict, timeout: float | None = None) -> dict:
-    """Run `python -m minipods.bench --worker KIND` in a fresh process; returns its result dict."""
-    root = str(Path(__file__).resolve().parent.parent)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-               TOKENIZERS_PARALLELISM="false")
-    cmd = [sys.executable, "-m", "minipods.bench", "--worker", kind, "--worker-args", json.dumps(args)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=root, env=env, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"worker {kind} timed out after {timeout} s"}
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith(RESULT_TAG):
-            return json.loads(line[len(RESULT_TAG):])
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-15:]
-    return {"error": f"worker {kind} exited {proc.returncode}: " + " | ".join(tail)}
-
-
-def part_trl(cfg: BenchConfig, device: str) -> dict:
-    if not trl_available():
-        return {"skipped": TRL_SKIP_MSG}
-    import importlib.metadata
-    s = _trl_settings(cfg, device)
-    mp = run_worker("minipods_step", s)
-    tr = run_worker("trl_step", s)
-    out = {"settings": s, "trl_version": importlib.metadata.version("trl"), "minipods": mp, "trl": tr}
-    if "error" not in mp and "error" not in tr:
-        out.update(time_ratio=ratio(tr["step_s"], mp["step_s"]),
-                   cpu_time_ratio=ratio(tr["step_cpu_s"], mp["step_cpu_s"]),
-                   rollout_ratio=ratio(tr["rollout_s"], mp["rollout_s"]),
-                   update_ratio=ratio(tr["update_s"], mp["update_s"]),
-                   mem_ratio=ratio(tr["peak_delta_mb"], mp["peak_delta_mb"]),
-                   peak_ratio=ratio(tr["peak_mb"], mp["peak_mb"]))
-    out["notes"] = TRL_NOTES
-    return out
-
-
-TRL_NOTES = [
-    "both: same cached HF model folder, prompts (chat-formatted strings), n, max completion length, temperature 0.9, "
-    "no top-k, LoRA r/alpha/all-linear/dropout 0, dtype, torch threads, AdamW (lr 5e-6, wd 0.1, betas 0.9/0.99), "
-    "grad clip 1.0, beta=0 (no reference pass), micro-batch (TRL: per_device_train_batch_size + "
-    "gradient accumulation), gradient checkpointing off, no autocast; 2 steps, the 2nd timed",
-    "TRL loss_type 'dapo' (its default) = token-level mean over the whole accumulated batch, the same "
-    "normalisation as minipods; std-scaled group advantages in both",
-    "TRL computes per-token entropy in its fused LM head every step (for its metrics) and gathers metrics; "
-    "minipods does not",
-    "TRL step time is on_step_end to on_step_end (includes its dataloader/callback overhead); "
-    "minipods times run_step. "
-    "generate = sampling + rewards + advantages (TRL: _generate_and_score_completions; minipods: run_step's "
-    "rollout_s); update = the rest. cpu = process CPU time, less sensitive than wall time to other jobs on a "
-    "shared CPU",
-    "memory: 'peak' = the process's peak RSS (CPU, normal allocator, so it includes glibc's cached heap) or "
-    "torch allocated bytes (CUDA) during the warm step; '+X' = that peak minus the memory just before the step. "
-    "TRL's process also holds trl/datasets/pandas imports",
-]
-
-
-def rows_trl(r: dict) -> list[list[str]]:
-    if "skipped" in r:
-        return [["trl", "minipods vs trl.GRPOTrainer", r["skipped"]]]
-    s, mp, tr = r["settings"], r["minipods"], r["trl"]
-    what = f"{s['prompts']} prompts x n={s['n']}, {s['max_new_tokens']} tok, LoRA r={s['lora_r']}, {s['dtype']}"
-    rows = []
-    for name, x in (("minipods GRPO step", mp), (f"trl {r.get('trl_version', '')} GRPOTrainer step", tr)):
-        if "error" in x:
-            rows.append(["trl", f"{name} ({what})", "failed: " + x["error"][:200]])
-        else:
-            rows.append(["trl", f"{name} ({what})",
-                         f"{fmt_s(x['step_s'])} (cpu {fmt_s(x['step_cpu_s'])}; generate {fmt_s(x['rollout_s'])} + "
-                         f"update {fmt_s(x['update_s'])}), "
-                         f"peak {fmt_mb(x['peak_mb'])} (+{fmt_mb(x['peak_delta_mb'])})"])
-    if "time_ratio" in r:
-        rows.append(["trl", "TRL / minipods: step time, wall (cpu)",
-                     f"{fmt_x(r['time_ratio'])} ({fmt_x(r['cpu_time_ratio'])})"])
-        rows.append(["trl", "TRL / minipods: generate phase; update phase",
-                     f"{fmt_x(r['rollout_ratio'])}; {fmt_x(r['update_ratio'])}"])
-        rows.append(["trl", "TRL / minipods: memory (step increase; absolute peak)",
-                     f"{fmt_x(r['mem_ratio'])}; {fmt_x(r['peak_ratio'])}"])
-    return rows
-
-
-def _set_threads(n: int) -> None:
-    if n:
-        torch.set_num_threads(n)
-
-
-def worker_minipods_step(a: dict) -> dict:
-    from minipods.data import synthetic_problems
-    from minipods.model import load_policy
-    from minipods.train import make_config, make_optimizer, run_step
-    _set_threads(a["threads"])
-    torch.manual_seed(a["seed"])
-    model, tok = load_policy(a["model"], dtype=a["dtype"], device=a["device"], lora_r=a["lora_r"],
-                             lora_alpha=a["lora_alpha"])
-    cfg = make_config(model=a["model"], dtype=a["dtype"], method="grpo", n=a["n"], m=a["n"],
-                      prompts_per_step=a["prompts"], max_new_tokens=a["max_new_tokens"],
-                      max_prompt_tokens=a["max_prompt_tokens"], temperature=a["temperature"],
-                      micro_batch_size=a["micro_batch_size"], gen_batch_size=a["prompts"] * a["n"], lr=a["lr"],
-                      max_grad_norm=a["max_grad_norm"], optimizer="adamw", lora_r=a["lora_r"],
-                      lora_alpha=a["lora_alpha"], seed=a["seed"], data="synthetic")
-    device = str(next(model.parameters()).device)
-    optimizer = make_optimizer(model, cfg, device)
-    items = synthetic_problems(a["prompts"], seed=a["seed"])
-    load_mb = torch.cuda.memory_allocated() / 2**20 if device.startswith("cuda") else rss_mb()
-    run_step(model, tok, optimizer, cfg, items, 1)
-    with MemoryMeter(device) as mm:
-        t0, c0 = time.perf_counter(), time.process_time()
-        row = run_step(model, tok, optimizer, cfg, items, 2)
-        _sync(device)
-        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return {"step_s": dt, "step_cpu_s": cpu, "rollout_s": row["rollout_s"], "update_s": row["update_s"],
-            "peak_delta_mb": mm.delta_mb, "peak_mb": mm.peak_mb, "memory_kind": mm.kind, "after_load_mb": load_mb,
-            "tokens": row["tokens"],
-            "process_max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "threads": torch.get_num_threads()}
-
-
-def worker_trl_step(a: dict) -> dict:
-    _set_threads(a["threads"])
-    from datasets import Dataset
-    from transformers import TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
-
-    from minipods.data import build_prompt, synthetic_problems
-    from minipods.model import load_tokenizer, lora_config, resolve_model
-    from minipods.rewards import total_reward
-
-    path = resolve_model(a["model"])
-    tok = load_tokenizer(path)
-    items = synthetic_problems(a["prompts"], seed=a["seed"])
-    ds = Dataset.from_list([{"prompt": build_prompt(tok, it["question"]), "gold": it["gold"]} for it in items])
-
-    def minipods_reward(prompts, completions, gold, **kw):
-        return [total_reward(c, g) for c, g in zip(completions, gold)]
-
-    cuda = a["device"].startswith("cuda")
-    B, mb = a["prompts"] * a["n"], a["micro_batch_size"]
-    out_dir = tempfile.mkdtemp(prefix="minipods-bench-trl-")
-    args = GRPOConfig(
-        output_dir=out_dir, max_steps=2, per_device_train_batch_size=mb, gradient_accumulation_steps=B // mb,
-        num_generations=a["n"], max_completion_length=a["max_new_tokens"], temperature=a["temperature"],
-        top_p=1.0, top_k=a["top_k"], beta=0.0, num_iterations=1, loss_type="dapo", scale_rewards="group",
-        learning_rate=a["lr"], lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.1, adam_beta1=0.9,
-        adam_beta2=0.99, max_grad_norm=a["max_grad_norm"], optim="adamw_torch", gradient_checkpointing=False,
-        bf16=False, fp16=False, use_cpu=not cuda, model_init_kwargs={"dtype": a["dtype"]}, report_to="none",
-        logging_strategy="no", save_strategy="no", disable_tqdm=True, seed=a["seed"], dataloader_num_workers=0,
-        shuffle_dataset=False, log_completions=False)
-    trainer = GRPOTrainer(model=path, reward_funcs=minipods_reward, args=args, train_dataset=ds,
-                          processing_class=tok, peft_config=lora_config(a["lora_r"], a["lora_alpha"], 0.0))
-    device = "cuda" if cuda else "cpu"
-    load_mb = torch.cuda.memory_allocated() / 2**20 if cuda else rss_mb()
-    res: dict = {}
-    gen = {"s": 0.0}
-    inner = trainer._generate_and_score_completions  # generation + rewards + advantages of one step
-
-    def timed_generate(*a, **kw):
-        t0 = time.perf_counter()
-        try:
-            return inner(*a, **kw)
-        finally:
-            _sync(device)
-            gen["s"] += time.perf_counter() - t0
-    trainer._generate_and_score_completions = timed_generate
-
-    class StepTimer(TrainerCallback):
-        def on_step_end(self, args, state, control, **kw):
-            _sync(device)
-            if state.global_step == 1:
-                self.mm = MemoryMeter(device).__enter__()
-                self.t0, self.c0, gen["s"] = time.perf_counter(), time.process_time(), 0.0
-            elif state.global_step == 2:
-                res["step_s"] = time.perf_counter() - self.t0
-                res["step_cpu_s"] = time.process_time() - self.c0
-                res["rollout_s"] = gen["s"]
-                res["update_s"] = res["step_s"] - gen["s"]
-                self.mm.__exit__(None, None, None)
-                res.update(peak_delta_mb=self.mm.delta_mb, peak_mb=self.mm.peak_mb, memory_kind=self.mm.kind)
-
-    trainer.add_callback(StepTimer())
-    trainer.train()
-    if "step_s" not in res:
-        raise RuntimeError("TRL did not run 2 optimizer steps")
-    res.update(after_load_mb=load_mb, threads=torch.get_num_threads(),
-               process_max_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    return res
-
-
-# ---------------------------------------------------------------- part 6: the paper recipe on CUDA
-def part_cuda(cfg: BenchConfig) -> dict:
-    if not torch.cuda.is_available():
-        return {"skipped": CUDA_SKIP_MSG}
-    a = dict(model=cfg.cuda_model, m=cfg.cuda_m, prompts=cfg.cuda_prompts, seq_tokens=cfg.cuda_seq_tokens,
-             micro_batch_size=cfg.micro_batch_size, lora_r=64, lora_alpha=64, repeats=max(1, cfg.repeats),
-             gen_n=cfg.cuda_gen_n, gen_tokens=cfg.cuda_gen_tokens, seed=cfg.seed)
-    r = run_worker("cuda_recipe", a)
-    r["settings"] = a
-    return r
-
-
-def worker_cuda_recipe(a: dict) -> dict:
-    from minipods.data import build_prompt, synthetic_problems
-    from minipods.grpo import grpo_update
-    from minipods.model import load_policy
-    from minipods.rollouts import Rollouts, generate_rollouts
-    from minipods.train import make_config, make_optimizer
-
-    torch.manual_seed(a["seed"])
-    model, tok = load_policy(a["model"], quantize="4bit", lora_r=a["lora_r"], lora_alpha=a["lora_alpha"],
-                             device="cuda", gradient_checkpointing=True)
-    optimizer = make_optimizer(model, make_config(preset="paper"), "cuda")  # paper: 8-bit AdamW on CUDA
-    weights_mb = torch.cuda.memory_allocated() / 2**20
-    # m sequences per prompt of seq_tokens tokens (half prompt, half completion), every token real
-    B, P = a["m"] * a["prompts"], a["seq_tokens"] // 2
-    C = a["seq_tokens"] - P
-    vocab = model.get_output_embeddings().weight.shape[0]
-    g = torch.Generator().manual_seed(a["seed"])
-    ids = torch.randint(100, min(vocab, 30000), (B, P + C), generator=g)
-    batch = Rollouts(ids[:, :P], torch.ones(B, P, dtype=torch.long), ids[:, P:], torch.ones(B, C, dtype=torch.long),
-                     torch.arange(a["prompts"]).repeat_interleave(a["m"]), [""] * B, a["m"])
-    adv = torch.randn(B, generator=g)
-    cfg = make_config(preset="paper")
-
-    def update():
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        grpo_update(model, optimizer, batch, adv, micro_batch_size=a["micro_batch_size"],
-                    max_grad_norm=cfg.max_grad_norm, chunk_tokens=cfg.logprob_chunk)
-        torch.cuda.synchronize()
-        return time.perf_counter() - t0
-
-    update()  # warm-up
-    times = []
-    with MemoryMeter("cuda") as mm:
-        for _ in range(a["repeats"]):
-            times.append(update())
-    # generation throughput: gen_n rollouts of one prompt in one batched call
-    prompt = build_prompt(tok, synthetic_problems(1, seed=a["seed"])[0]["question"])
-    generate_rollouts(model, tok, [prompt], 2, max_new_tokens=8, batch_size=2)
-    ro = generate_rollouts(model, tok, [prompt], a["gen_n"], max_new_tokens=a["gen_tokens"], batch_size=a["gen_n"])
-    reserved_gib = mm.reserved_mb / 1024
-    return {"gpu": torch.cuda.get_device_name(), "update_s": float(np.median(times)),
-            "update_s_per_sequence": float(np.median(times)) / B, "sequences": B, "weights_mb": weights_mb,
-            "peak_allocated_mb": mm.peak_mb, "peak_reserved_mb": mm.reserved_mb,
-            "fits_24gb": reserved_gib + CARD_HEADROOM_GIB <= CARD_GIB,
-            "gen_tokens": ro.num_tokens, "gen_s": ro.seconds, "gen_tokens_per_s": ro.tokens_per_s}
-
-
-def rows_cuda(r: dict) -> list[list[str]]:
-    if "skipped" in r:
-        return [["cuda", "paper recipe (Qwen2.5-3B 4-bit, r=64, m=16, 1024 tok)", r["skipped"]]]
-    if "error" in r:
-        return [["cuda", "paper recipe", "failed: " + r["error"][:200]]]
-    s = r["settings"]
-    what = (f"{s['model']} 4-bit, LoRA r=64, {r['sequences']} seq x {s['seq_tokens']} tok, grad ckpt, "
-            f"micro-batch {s['micro_batch_size']}")
-    ok = "PASS" if r["fits_24gb"] else "FAIL"
-    return [["cuda", f"update: {what} ({r['gpu']})",
-             f"{fmt_s(r['update_s'])}/update ({fmt_s(r['update_s_per_sequence'])}/seq), "
-             f"peak {fmt_mb(r['peak_allocated_mb'])} "
-             f"alloc / {fmt_mb(r['peak_reserved_mb'])} reserved"],
-            ["cuda", "paper step: 8 prompts x m=16 = 128 seq (time linear in m; memory set by the micro-batch)",
-             f"~{fmt_s(r['update_s_per_sequence'] * 128)}/update"],
-            ["cuda", f"fits a 24 GB card (reserved + {CARD_HEADROOM_GIB:g} GiB headroom <= {CARD_GIB:g} GiB)", ok],
-            ["cuda", f"generate n={s['gen_n']} x {s['gen_tokens']} tok, one batched call",
-             f"{r['gen_tokens_per_s']:.0f} tok/s"]]
-
-
 # ---------------------------------------------------------------- driver
-ROWS = {"rollout": rows_rollout, "update": rows_update, "logprob": rows_logprob, "select": rows_select,
-        "trl": rows_trl, "cuda": rows_cuda}
-WORKERS = {"minipods_step": worker_minipods_step, "trl_step": worker_trl_step, "cuda_recipe": worker_cuda_recipe,
-           "memory": worker_memory}
-
 NOTES = {
     "rollout": "batched/sequential: one generate call decodes all n sequences per forward pass, so the weights are "
                "read once per step for n tokens; why generating many rollouts is cheap (PODS's premise)",
@@ -896,47 +345,77 @@ NOTES = {
 }
 
 
+def _part(name: str):
+    """(run(ctx, cfg) -> results, rows(results) -> table rows) of one part."""
+    if name == "trl":
+        from minipods import bench_trl  # imported on use: bench_trl and bench_cuda import this module
+        return (lambda ctx, cfg: bench_trl.part_trl(cfg, ctx.device)), bench_trl.rows_trl
+    if name == "cuda":
+        from minipods import bench_cuda
+        return (lambda ctx, cfg: bench_cuda.part_cuda(cfg)), bench_cuda.rows_cuda
+    if name == "select":
+        return (lambda ctx, cfg: part_select(cfg.select_sizes, cfg.seed, cfg.quick)), rows_select
+    return {"rollout": (part_rollout, rows_rollout), "update": (part_update, rows_update),
+            "logprob": (part_logprob, rows_logprob)}[name]
+
+
+POSITIVE = ("n", "max_new_tokens", "micro_batch_size", "repeats", "lora_r", "lora_alpha", "logprob_batch",
+            "logprob_chunk", "trl_prompts", "trl_n", "trl_max_new_tokens", "cuda_m", "cuda_seq_tokens",
+            "cuda_prompts", "cuda_gen_n", "cuda_gen_tokens")  # settings that must be >= 1
+
+
+def validate(cfg: BenchConfig, parts: list[str]) -> None:
+    """Raise ValueError (one line, naming the flag) for settings no part can run with, before any loading."""
+    def need(ok: bool, msg: str):
+        if not ok:
+            raise ValueError(msg)
+    bad = [p for p in parts if p not in PARTS]
+    need(parts and not bad, f"unknown part(s) {bad or parts}; expected some of {', '.join(PARTS)}")
+    need(cfg.dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}, got {cfg.dtype!r}")
+    need(cfg.device in ("auto", "cpu") or cfg.device.startswith("cuda"), f"--device must be auto, cpu or cuda[:N], "
+         f"got {cfg.device!r}")
+    need(cfg.threads >= 0, f"--threads must be >= 0, got {cfg.threads}")
+    for k in POSITIVE:
+        need(getattr(cfg, k) >= 1, f"--{k.replace('_', '-')} must be >= 1, got {getattr(cfg, k)}")
+    for k in ("m_values", "select_sizes"):
+        v = getattr(cfg, k)
+        need(bool(v) and min(v) >= 1, f"--{k.replace('_', '-')} must be positive integers, got {v}")
+    if "update" in parts:
+        need(len([m for m in cfg.m_values if m <= cfg.n]) >= 2,
+             f"the update part needs >= 2 --m-values <= --n={cfg.n}, got {cfg.m_values}")
+    if "trl" in parts:
+        need((cfg.trl_prompts * cfg.trl_n) % cfg.micro_batch_size == 0,
+             "--trl-prompts * --trl-n must be a multiple of --micro-batch-size")
+
+
 def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, log=print) -> dict:
     """Run the selected parts; returns the result dict (also what bench.json holds).
     `model`/`tokenizer` may be passed in (the tiny model in tests)."""
+    from minipods.data import build_prompt, synthetic_problems
     from minipods.model import default_device, load_policy
-    bad = [p for p in parts if p not in PARTS]
-    if bad:
-        raise ValueError(f"unknown part(s) {bad}; expected some of {', '.join(PARTS)}")
+    validate(cfg, parts)
     parts = [p for p in PARTS if p in parts]  # fixed order: rollout feeds update and logprob
-    _set_threads(cfg.threads)
+    set_threads(cfg.threads)
     device = default_device() if cfg.device == "auto" else cfg.device
     t_start = time.perf_counter()
-    ctx = Context(device=device)
+    ctx = Context(device=device, parts=tuple(parts))
     if any(p in MODEL_PARTS for p in parts):
         if model is None:
             log(f"loading {cfg.model} ({cfg.dtype}) ...")
             model, tokenizer = load_policy(cfg.model, dtype=cfg.dtype, device=device, lora_r=cfg.lora_r,
                                            lora_alpha=cfg.lora_alpha)
-            ctx.memory_worker = True  # on CPU its memory is measured in a fresh process (loads it by name)
+            ctx.by_name = True
         ctx.model, ctx.tok = model, tokenizer
         ctx.device = str(next(model.parameters()).device)
-        ctx.memory_worker = ctx.memory_worker and not ctx.device.startswith("cuda")
-        ctx.memory_parts = tuple(p for p in ("update", "logprob") if p in parts)
-        ctx.prompt = _sample_prompt(tokenizer, cfg.seed)[0][0]
+        # one GSM8K-style prompt: a seeded synthetic word problem (no data download)
+        ctx.prompt = build_prompt(tokenizer, synthetic_problems(1, seed=cfg.seed)[0]["question"])
     results: dict = {}
     for part in parts:
         log(f"[{part}] ...")
         t0 = time.perf_counter()
-        if part == "rollout":
-            results[part] = part_rollout(ctx, cfg)
-        elif part == "update":
-            results[part] = part_update(ctx, cfg)
-        elif part == "logprob":
-            results[part] = part_logprob(ctx, cfg)
-        elif part == "select":
-            results[part] = part_select(cfg.select_sizes, cfg.seed, cfg.quick)
-        elif part == "trl":
-            results[part] = part_trl(cfg, device)
-        elif part == "cuda":
-            results[part] = part_cuda(cfg)
+        results[part] = _part(part)[0](ctx, cfg)
         results[part]["part_s"] = time.perf_counter() - t0
-    rows = [row for part in parts for row in ROWS[part](results[part])]
+    rows = [row for part in parts for row in _part(part)[1](results[part])]
     notes = [f"{p}: {NOTES[p]}" for p in parts if p in NOTES]
     if "trl" in parts and "notes" in results["trl"]:
         notes += [f"trl: {n}" for n in results["trl"]["notes"]]
@@ -959,81 +438,44 @@ def meta(cfg: BenchConfig, device: str, parts: list[str], seconds: float) -> dic
             "total_s": seconds, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
 
-def _ints(s: str) -> list[int]:
-    return [int(float(x)) for x in s.split(",") if x.strip()]
+# ---------------------------------------------------------------- command line
+PROG = "python -m minipods.bench"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m minipods.bench", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    d = BenchConfig()
-    p.add_argument("--parts", default=",".join(PARTS), help="comma-separated subset of: " + ", ".join(PARTS))
+    """The bench-only flags, then one flag per BenchConfig field (cli.add_dataclass_args)."""
+    p = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p.add_argument("--parts", default=",".join(PARTS),
+                   help="comma-separated subset of: " + ", ".join(PARTS) + " (default: all)")
     p.add_argument("--quick", action="store_true", help="small sizes for a shared CPU (a few minutes), 1 thread")
-    p.add_argument("--output", default="bench.json", help="where to write the JSON results")
-    p.add_argument("--model", default=d.model, help="model for rollout/update/logprob/trl (offline default)")
-    p.add_argument("--dtype", default=d.dtype, help="auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16 | float16")
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's; --quick: 1)")
-    p.add_argument("--device", default=d.device, help="auto | cpu | cuda")
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--n", type=int, default=None, help=f"rollouts per prompt (default {d.n})")
-    p.add_argument("--max-new-tokens", type=int, default=None,
-                   help=f"rollout length (default {d.max_new_tokens}; quick 64)")
-    p.add_argument("--m-values", type=_ints, default=None, help="kept-rollout counts for the update part (2,4,8,16)")
-    p.add_argument("--micro-batch-size", type=int, default=None,
-                   help=f"sequences per forward/backward ({d.micro_batch_size})")
-    p.add_argument("--repeats", type=int, default=None, help=f"timed repeats per update point ({d.repeats}; quick 1)")
-    p.add_argument("--lora-r", type=int, default=None, help=f"LoRA rank ({d.lora_r})")
-    p.add_argument("--lora-alpha", type=int, default=None, help=f"LoRA alpha ({d.lora_alpha})")
-    p.add_argument("--logprob-batch", type=int, default=None,
-                   help=f"sequences in the logprob part ({d.logprob_batch}; quick 4)")
-    p.add_argument("--logprob-chunk", type=int, default=None,
-                   help=f"tokens per chunk in the logprob part ({d.logprob_chunk}; quick 64)")
-    p.add_argument("--select-sizes", type=_ints, default=None, help="n values for the select part")
-    p.add_argument("--trl-prompts", type=int, default=None,
-                   help=f"prompts per step in the trl part ({d.trl_prompts}; quick 2)")
-    p.add_argument("--trl-n", type=int, default=None,
-                   help=f"generations per prompt in the trl part ({d.trl_n}; quick 4)")
-    p.add_argument("--trl-max-new-tokens", type=int, default=None,
-                   help=f"completion length in the trl part ({d.trl_max_new_tokens}; quick 32)")
-    p.add_argument("--cuda-model", default=None, help=f"model of the cuda part ({d.cuda_model})")
-    p.add_argument("--cuda-prompts", type=int, default=None,
-                   help="prompts per update in the cuda part (1: m=16 sequences; the paper's step: 8)")
-    p.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
-    p.add_argument("--worker-args", default="{}", help=argparse.SUPPRESS)
+    p.add_argument("--output", default="bench.json", help="where to write the JSON results (default: bench.json)")
+    add_dataclass_args(p, BenchConfig, skip=("quick",))
     return p
 
 
-def config_from_args(args) -> BenchConfig:
-    cfg = BenchConfig(quick=args.quick, model=args.model, dtype=args.dtype, device=args.device, seed=args.seed)
+def config_from_args(args: argparse.Namespace) -> BenchConfig:
+    """Defaults, then QUICK (with --quick; 1 thread), then the flags given."""
+    cfg = BenchConfig(quick=args.quick)
     if args.quick:
-        for k, v in QUICK.items():
+        for k, v in {**QUICK, "threads": 1}.items():
             setattr(cfg, k, v)
-        cfg.threads = 1
-    for k in ("n", "max_new_tokens", "m_values", "micro_batch_size", "repeats", "lora_r", "lora_alpha",
-              "logprob_batch", "logprob_chunk", "select_sizes", "trl_prompts", "trl_n", "trl_max_new_tokens",
-              "cuda_model",
-              "cuda_prompts", "threads"):
-        v = getattr(args, k)
-        if v is not None:
-            setattr(cfg, k, v)
+    for k, v in overrides(args, BenchConfig, skip=("quick",)).items():
+        setattr(cfg, k, v)
     return cfg
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.worker:
-        import warnings
-        warnings.filterwarnings("ignore")
-        res = WORKERS[args.worker](json.loads(args.worker_args))
-        print(RESULT_TAG + json.dumps(res), flush=True)
-        return 0
-    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    """Returns the exit status: 0, or 2 after one `python -m minipods.bench: error: ...` line."""
     try:
-        cfg = config_from_args(args)
-        out = run_bench(cfg, parts, log=lambda s: print(s, file=sys.stderr, flush=True))
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # Parser.error has printed its one line (or --help its text)
+        return int(e.code or 0)
+    cfg, parts = config_from_args(args), [p.strip() for p in args.parts.split(",") if p.strip()]
+    try:
+        validate(cfg, parts)
     except ValueError as e:
-        print(f"minipods.bench: error: {e}", file=sys.stderr)
-        return 2
+        return fail(PROG, e)
+    out = run_bench(cfg, parts, log=lambda s: print(s, file=sys.stderr, flush=True))
     m = out["meta"]
     print(f"minipods.bench: model {cfg.model}, dtype {cfg.dtype}, device {m['device']}, threads {m['threads']}, "
           f"{'quick' if cfg.quick else 'full'} run, {m['total_s']:.0f} s")

@@ -1,4 +1,5 @@
-"""Fast checks of minipods.bench: fits, formatting, memory meter, the parts on the tiny model, the CLI.
+"""Fast checks of minipods.bench (and bench_trl, bench_cuda, memory): fits, formatting, the memory meter,
+the parts on the tiny model, the CLI.
 No timing is asserted (the machine may be shared); only structure and numbers that must hold."""
 
 import json
@@ -11,10 +12,11 @@ import numpy as np
 import pytest
 import torch
 
-from minipods import bench
+from minipods import bench, bench_cuda, bench_trl, memory
 from minipods.bench import (
-    BenchConfig, MemoryMeter, fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, format_table, part_select, run_bench,
+    BenchConfig, fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, format_table, part_select, run_bench,
 )
+from minipods.memory import MemoryMeter, run_worker
 from minipods.model import tiny_policy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,17 +110,17 @@ def test_parts_on_the_tiny_model():
 
 
 def test_trl_part_skips_without_trl(monkeypatch):
-    monkeypatch.setattr(bench, "trl_available", lambda: False)
-    r = bench.part_trl(BenchConfig(), "cpu")
+    monkeypatch.setattr(bench_trl, "trl_available", lambda: False)
+    r = bench_trl.part_trl(BenchConfig(), "cpu")
     assert r == {"skipped": "skipped (pip install -r requirements-bench.txt)"}
-    assert bench.rows_trl(r) == [["trl", "minipods vs trl.GRPOTrainer", r["skipped"]]]
+    assert bench_trl.rows_trl(r) == [["trl", "minipods vs trl.GRPOTrainer", r["skipped"]]]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU skip message")
 def test_cuda_part_skips_on_cpu():
-    r = bench.part_cuda(BenchConfig())
+    r = bench_cuda.part_cuda(BenchConfig())
     assert r["skipped"].startswith("skipped (no CUDA GPU")
-    assert bench.rows_cuda(r)[0][2] == r["skipped"]
+    assert bench_cuda.rows_cuda(r)[0][2] == r["skipped"]
 
 
 def test_config_quick_and_overrides():
@@ -156,16 +158,16 @@ def test_cuda_rows_pass_fail_line():
                       "gen_tokens": 512},
          "gpu": "GPU", "update_s": 32.0, "update_s_per_sequence": 2.0, "sequences": 16, "peak_allocated_mb": 9000.0,
          "peak_reserved_mb": 11000.0, "fits_24gb": True, "gen_tokens_per_s": 900.0}
-    rows = bench.rows_cuda(r)
+    rows = bench_cuda.rows_cuda(r)
     assert rows[1][2] == "~256.00 s/update"  # 128 sequences x 2 s
     assert rows[2][1].startswith("fits a 24 GB card") and rows[2][2] == "PASS"
-    assert bench.rows_cuda({**r, "fits_24gb": False})[2][2] == "FAIL"
+    assert bench_cuda.rows_cuda({**r, "fits_24gb": False})[2][2] == "FAIL"
 
 
 def test_exact_cpu_memory_and_peak_rss():
     import platform
     linux_glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
-    with bench.exact_cpu_memory("cpu") as ok:
+    with memory.exact_cpu_memory("cpu") as ok:
         with MemoryMeter("cpu") as mm:
             x = torch.ones(32 * 2**20)  # 128 MB, freed before the meter closes: only the peak sees it
             del x
@@ -176,7 +178,7 @@ def test_exact_cpu_memory_and_peak_rss():
     if linux_glibc:  # exact peak from the kernel's high-water mark, not inflated by earlier allocations
         assert mm.delta_mb == pytest.approx(128, abs=12)
         assert mm2.delta_mb == pytest.approx(4, abs=3) and y[0] == 1
-    with bench.exact_cpu_memory("cuda") as ok:
+    with memory.exact_cpu_memory("cuda") as ok:
         assert ok is False  # only CPU allocations are affected
 
 
@@ -189,11 +191,80 @@ def test_memory_worker_on_a_saved_tiny_model(tmp_path):
     ro = generate_rollouts(model, tok, ["[user]\n1+1?\n[assistant]\n"], 4, max_new_tokens=5)
     torch.save({k: getattr(ro, k) for k in ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask",
                                             "group", "n")}, tmp_path / "ro.pt")
-    r = bench.run_worker("memory", dict(model=str(tmp_path / "tiny"), dtype="float32", device="cpu", threads=1,
-                                        seed=0, lora_r=4, lora_alpha=8, rollouts=str(tmp_path / "ro.pt"),
-                                        parts=["update", "logprob"], m_values=[2, 4], micro_batch_size=2,
-                                        logprob_batch=2, logprob_chunk=4))
+    r = run_worker("minipods.bench_memory:worker_memory",
+                   dict(model=str(tmp_path / "tiny"), dtype="float32", device="cpu", threads=1, seed=0, lora_r=4,
+                        lora_alpha=8, rollouts=str(tmp_path / "ro.pt"), parts=["update", "logprob"], m_values=[2, 4],
+                        micro_batch_size=2, logprob_batch=2, logprob_chunk=4))
     assert "error" not in r, r.get("error")
     assert set(r["update"]) == {"2", "4"} and all(math.isfinite(v) for v in r["update"].values())
     assert set(r["logprob"]) == {"plain", "grad_ckpt"}
     assert max(x["max_abs_diff"] for x in r["logprob"].values()) < 1e-4
+
+
+PROBE = """
+import torch
+from minipods.memory import MemoryMeter, exact_memory_for_process, peak_mb, reset_peak, rss_mb
+
+def alloc(a):
+    exact = exact_memory_for_process()
+    n = a["mb"] * 2**18                      # float32 elements in a["mb"] MiB
+    with MemoryMeter("cpu") as mm:           # the measured phase: a known tensor, every page written
+        x = torch.ones(n)
+        del x                                # freed before the meter closes: only the peak sees it
+    with MemoryMeter("cpu") as idle:         # nothing allocated: no leftover from the phase before
+        pass
+    reset_peak("cpu")
+    base = rss_mb()
+    y = torch.ones(n)
+    grew = peak_mb("cpu") - base             # the process-wide peak since reset_peak
+    del y
+    return {"exact": exact, "kind": mm.kind, "delta_mb": mm.delta_mb, "idle_mb": idle.delta_mb, "grew_mb": grew}
+"""
+
+
+def test_memory_meter_in_a_fresh_worker(tmp_path, monkeypatch):
+    """A known 64 MiB tensor in the measured phase of a fresh exact-mode worker: the meter reads its size."""
+    import platform
+    (tmp_path / "memprobe.py").write_text(PROBE)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    r = run_worker("memprobe:alloc", {"mb": 64})
+    assert "error" not in r, r.get("error")
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        pytest.skip("exact CPU memory needs Linux and glibc")
+    assert r["exact"] is True and r["kind"] == "rss"
+    assert r["delta_mb"] == pytest.approx(64, rel=0.1)
+    assert abs(r["idle_mb"]) < 2
+    assert r["grew_mb"] == pytest.approx(64, rel=0.1)
+    bad = run_worker("minipods.memory:no_such_function", {})
+    assert bad["error"].startswith("worker minipods.memory:no_such_function exited 1")
+
+
+def test_peak_saved_bytes_counts_activations_not_parameters():
+    lin = torch.nn.Linear(100, 100)
+    x = torch.randn(64, 100)
+    # saved for backward: x (for the weight's gradient) and relu's output, 64 x 100 float32 each
+    peak = memory.peak_saved_bytes(lin, lambda: torch.relu(lin(x)).sum().backward())
+    assert peak == 2 * 64 * 100 * 4
+    x2 = torch.randn(128, 100)
+    assert memory.peak_saved_bytes(lin, lambda: torch.relu(lin(x2)).sum().backward()) == 2 * peak
+    assert memory.peak_saved_bytes(lin, lambda: (lin.weight ** 2).sum().backward()) == 0  # a parameter only
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--n", "abc"], "argument --n: invalid int value: 'abc'"),
+    (["--n", "0"], "--n must be >= 1, got 0"),
+    (["--m-values", "2,x"], "expected comma-separated integers"),
+    (["--dtype", "fp8"], "--dtype must be one of"),
+    (["--parts", "update", "--m-values", "32", "--n", "16"], "the update part needs >= 2 --m-values"),
+])
+def test_bad_arguments_exit_2_with_one_line(argv, says, capsys):
+    assert bench.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("python -m minipods.bench: error: ") and says in err
+
+
+def test_cli_bad_number_is_one_line_without_traceback():
+    cmd = [sys.executable, "-m", "minipods.bench", "--parts", "select", "--repeats", "1.5"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == ["python -m minipods.bench: error: argument --repeats: invalid int value: '1.5'"]
