@@ -23,10 +23,16 @@ exist, the no-grad log-probs it needs for vLLM's importance-sampling correction 
 `vllm_importance_sampling_correction=True`, its default), for `beta > 0` (reference model), and when generation
 and optimizer steps are misaligned (`gradient_accumulation_steps % (steps_per_generation * num_iterations)`).
 Evaluation (`eval_strategy`) is stock GRPO on all `num_generations_eval` rollouts. Image inputs are refused.
+
+CLI, GSM8K with minipods' prompts and rewards on any number of GPUs (every PODSGRPOConfig field is a flag):
+    accelerate launch --num_processes 8 -m minipods.trl_pods --num_generations 64 --pods_m 16 ...
+The adapter goes to OUTPUT_DIR/adapter (`python -m minipods.evaluate --adapter OUTPUT_DIR`). docs/outgrowing.md
+has a complete command and what differs from `python -m minipods.train`.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -208,3 +214,57 @@ class PODSGRPOTrainer(GRPOTrainer):
             self._logs["advantages"].pop()
         self._logs["advantages"].extend(logged.tolist())
         return new
+
+
+# ---------------------------------------------------------------- CLI: GSM8K on TRL
+@dataclass
+class ScriptArguments:
+    """The task and adapter settings of `python -m minipods.trl_pods` (the rest is PODSGRPOConfig)."""
+    model: str = field(default="Qwen/Qwen2.5-3B-Instruct",
+                       metadata={"help": "hub id, local HF folder, .gguf file, or 'smollm2-135m-instruct'"})
+    data: str = field(default="gsm8k", metadata={"help": "gsm8k | synthetic (seeded easy word problems)"})
+    data_dir: str | None = field(default=None, metadata={"help": "GSM8K folder (else $MINIPODS_GSM8K_DIR, else hub)"})
+    lora_r: int = field(default=64, metadata={"help": "LoRA rank (paper: 64)"})
+    lora_alpha: int = field(default=64, metadata={"help": "LoRA alpha (paper: 64)"})
+
+
+# Two reward functions whose sum is minipods' total_reward; TRL logs each (rewards/correctness/mean, ...).
+def correctness(completions, gold, **kw):
+    from minipods.rewards import correctness_reward
+    return [correctness_reward(c, g) for c, g in zip(completions, gold)]
+
+
+def format_tags(completions, **kw):
+    from minipods.rewards import format_reward
+    return [format_reward(c) for c in completions]
+
+
+def main(argv=None) -> int:
+    from datasets import Dataset
+    from transformers import HfArgumentParser
+
+    from minipods.data import build_prompt, load_task
+    from minipods.model import load_tokenizer, lora_config, resolve_model
+
+    try:
+        script, args = HfArgumentParser((ScriptArguments, PODSGRPOConfig)).parse_args_into_dataclasses(argv)
+    except ValueError as e:  # an unworkable PODS/TRL combination: one line, exit 2
+        print(f"minipods.trl_pods: error: {e}", file=sys.stderr)
+        return 2
+    path = resolve_model(script.model)
+    tok = load_tokenizer(path)
+    items, source = load_task(script.data, "train", script.data_dir, seed=args.seed)
+    # Prompts are chat-templated text, exactly what minipods.train feeds `generate`; `gold` reaches the rewards.
+    ds = Dataset.from_list([{"prompt": build_prompt(tok, it["question"]), "gold": it["gold"]} for it in items])
+    trainer = PODSGRPOTrainer(path, [correctness, format_tags], args=args, train_dataset=ds, processing_class=tok,
+                              peft_config=lora_config(script.lora_r, script.lora_alpha))
+    if trainer.accelerator.is_main_process:
+        print(f"data: {source} ({len(ds)} questions); n={args.num_generations} -> m={args.pods_m} "
+              f"({args.pods_rule}); {trainer.accelerator.num_processes} process(es)")
+    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
+    trainer.save_model(f"{args.output_dir}/adapter")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

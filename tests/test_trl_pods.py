@@ -111,6 +111,9 @@ def test_update_sees_exactly_the_max_variance_rows_with_kept_advantages():
     # The token count the dapo loss divides by is that of the kept rows only.
     kept_tokens = sum(int(s["completion_mask"].sum()) for s in tr.seen)
     assert all(int(s["num_items_in_batch"]) == kept_tokens for s in tr.seen)
+    # TRL's completions table: advantages of the kept rows, NaN for the dropped ones (generation order)
+    logged = list(tr._logs["advantages"])
+    assert [a != a for a in logged] == [j not in kept for j in range(len(TEXTS))]
     log = tr.state.log_history[0]
     assert log["pods/kept_reward"] == pytest.approx((1 + 5 + 0 + 1) / 4)
     assert log["reward"] == pytest.approx((1 + 2 + 3 + 5 + 0 + 1 + 1 + 0) / 8)  # TRL's own metric: all n
@@ -170,3 +173,36 @@ def test_config_and_trainer_reject_at_construction():
         PODSGRPOTrainer(model, ones_reward, args=GRPOConfig(output_dir="/tmp/minipods-test-trl", use_cpu=True,
                                                             bf16=False, report_to="none", num_generations=4,
                                                             per_device_train_batch_size=4))
+
+
+def test_steps_per_generation_beyond_accumulation_keeps_the_same_rows():
+    # One generation (2 prompts x 4) feeds 4 micro-steps = 2 optimizer steps of 2 accumulation steps each; TRL then
+    # also needs the old log-probs (the policy moves between them): they must be down-sampled with the rows.
+    tr, tok = make_trainer(pods_m=2, steps=2, per_device_train_batch_size=2, steps_per_generation=4)
+    tr.train()
+    assert [len(s["advantages"]) for s in tr.seen] == [1, 1, 1, 1]  # 2 x 4 x 2 / 4 kept rows, one per micro-step
+    assert sorted(t for s in tr.seen for t in texts_of(tok, s)) == sorted(["1", "c11111", "x", "z1"])
+    assert all(s["old_per_token_logps"].shape == s["completion_ids"].shape for s in tr.seen)
+    assert len(tr.grads) == 2
+
+
+def test_cli_bad_setting_exits_2_with_one_line(tmp_path, capsys):
+    from minipods.trl_pods import main
+    assert main(["--num_generations", "4", "--pods_m", "5", "--output_dir", str(tmp_path), "--use_cpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "minipods.trl_pods: error: pods_m must be an integer in [2, num_generations=4], got 5"
+
+
+def test_cli_trains_and_saves_an_adapter(tmp_path):
+    from minipods.trl_pods import main
+    model, tok = tiny_policy(lora=False)
+    model.save_pretrained(tmp_path / "tiny")
+    tok.save_pretrained(tmp_path / "tiny")
+    out = tmp_path / "run"
+    with pytest.warns(UserWarning, match="SYNTHETIC"):  # minipods says loudly that this is not GSM8K
+        rc = main(["--model", str(tmp_path / "tiny"), "--data", "synthetic", "--lora_r", "4", "--lora_alpha", "8",
+                   "--num_generations", "4", "--pods_m", "2", "--per_device_train_batch_size", "4",
+                   "--max_completion_length", "4", "--max_steps", "1", "--output_dir", str(out), "--use_cpu",
+                   "--bf16", "false", "--gradient_checkpointing", "false", "--report_to", "none",
+                   "--save_strategy", "no", "--disable_tqdm", "true"])
+    assert rc == 0 and (out / "adapter" / "adapter_model.safetensors").is_file()
