@@ -206,3 +206,18 @@ def test_cli_trains_and_saves_an_adapter(tmp_path):
                    "--bf16", "false", "--gradient_checkpointing", "false", "--report_to", "none",
                    "--save_strategy", "no", "--disable_tqdm", "true"])
     assert rc == 0 and (out / "adapter" / "adapter_model.safetensors").is_file()
+
+
+def test_kept_advantages_follow_trl_conventions():
+    from minipods.trl_pods import kept_advantages
+    r = torch.tensor([[1.0], [5.0], [0.0], [1.0], [2.0], [float("nan")]])  # 3 prompts x m=2, one reward function
+    w = torch.ones(1)
+    got = kept_advantages(r, w, 2, "group", "sum_then_normalize")
+    want = group_advantages(r[:4, 0], torch.tensor([0, 0, 1, 1]))
+    torch.testing.assert_close(got[:4], want)
+    assert got[4:].tolist() == [0.0, 0.0]  # a group with an unscorable row: nothing to compare with, no signal
+    torch.testing.assert_close(kept_advantages(r, w, 2, "none", "sum_then_normalize")[:4],
+                               torch.tensor([-2.0, 2.0, -0.5, 0.5]))
+    batch = kept_advantages(r, w, 2, "batch", "sum_then_normalize")  # one std over all scored kept rewards
+    std = torch.tensor([1.0, 5.0, 0.0, 1.0, 2.0]).std()
+    torch.testing.assert_close(batch[:2], torch.tensor([-2.0, 2.0]) / (std + 1e-4))
