@@ -246,11 +246,16 @@ def main(argv=None) -> int:
     from minipods.data import build_prompt, load_task
     from minipods.model import load_tokenizer, lora_config, resolve_model
 
+    from minipods.cli import Parser, fail
+
+    class ArgParser(HfArgumentParser):  # TRL's flags (--pods_m, --num_generations, ...), minipods' one-line errors
+        error = Parser.error
+
     try:
-        script, args = HfArgumentParser((ScriptArguments, PODSGRPOConfig)).parse_args_into_dataclasses(argv)
-    except ValueError as e:  # an unworkable PODS/TRL combination: one line, exit 2
-        print(f"minipods.trl_pods: error: {e}", file=sys.stderr)
-        return 2
+        parser = ArgParser((ScriptArguments, PODSGRPOConfig), prog="minipods.trl_pods")
+        script, args = parser.parse_args_into_dataclasses(argv)
+    except ValueError as e:  # an unworkable PODS/TRL combination
+        return fail("minipods.trl_pods", e)
     path = resolve_model(script.model)
     tok = load_tokenizer(path)
     items, source = load_task(script.data, "train", script.data_dir, seed=args.seed)

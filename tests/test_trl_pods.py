@@ -191,6 +191,10 @@ def test_cli_bad_setting_exits_2_with_one_line(tmp_path, capsys):
     assert main(["--num_generations", "4", "--pods_m", "5", "--output_dir", str(tmp_path), "--use_cpu"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == "minipods.trl_pods: error: pods_m must be an integer in [2, num_generations=4], got 5"
+    with pytest.raises(SystemExit) as e:  # a bad value: argparse, same one-line style
+        main(["--pods_m", "two"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip() == "minipods.trl_pods: error: argument --pods_m/--pods-m: invalid int value: 'two'"
 
 
 def test_cli_trains_and_saves_an_adapter(tmp_path):
