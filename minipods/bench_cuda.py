@@ -81,7 +81,8 @@ def worker_cuda_recipe(a: dict) -> dict:
     batch = Rollouts(ids[:, :P], torch.ones(B, P, dtype=torch.long), ids[:, P:], torch.ones(B, C, dtype=torch.long),
                      torch.arange(a["prompts"]).repeat_interleave(a["m"]), [""] * B, a["m"])
     adv = torch.randn(B, generator=g)
-    before = {n: p.detach().float().clone() for n, p in model.named_parameters() if p.requires_grad}
+    # adapter snapshot on the CPU, so that it adds nothing to the GPU memory measured below
+    before = {n: p.detach().to("cpu", torch.float32, copy=True) for n, p in model.named_parameters() if p.requires_grad}
 
     def update():
         _sync(device)
@@ -98,7 +99,7 @@ def worker_cuda_recipe(a: dict) -> dict:
             s, out = update()
             times.append(s)
             outs.append(out)
-    moved = max(float((p.detach().float() - before[n]).abs().max()) for n, p in model.named_parameters()
+    moved = max(float((p.detach().float().cpu() - before[n]).abs().max()) for n, p in model.named_parameters()
                 if p.requires_grad)
     # generation throughput: gen_n rollouts of one prompt in one batched call
     prompt = build_prompt(tok, synthetic_problems(1, seed=a["seed"])[0]["question"])

@@ -71,7 +71,7 @@ setup() {
     if ! "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
             "${wheels[@]}"; then
         echo "pip failed; unpacking the wheels (zip files) instead"
-        for w in "${wheels[@]}"; do "$PY" -m zipfile -e "$w" /tmp/site || return 1; done
+        for w in "${wheels[@]}"; do "$PY" -m zipfile -e "$w" /tmp/site || echo "could not unpack $w"; done
     fi
     "$PY" - <<'EOF'
 import importlib.metadata as md, platform, subprocess
@@ -127,15 +127,18 @@ for line in (res / "logs" / "status.tsv").read_text().splitlines():
 def last(text, pat):
     m = re.findall(pat, text)
     return m[-1] if m else None
+def tail(name):  # the last non-empty line of a stage's log (its error, when it failed)
+    lines = [ln.strip() for ln in log(name).splitlines() if ln.strip()]
+    return (lines[-1][:250] if lines else "(empty log)") + f" (logs/{name}.log)"
 rows = []
 setup = log("setup")
 vers = [ln for ln in setup.splitlines() if re.match(r"^(python|transformers|peft|accelerate|bitsandbytes|gpu|bnb nf4) ", ln)]
-rows.append(["setup", *status.get("setup", ("not run", "")), "; ".join(vers) or "(no versions: see logs/setup.log)"])
+rows.append(["setup", *status.get("setup", ("not run", "")), "; ".join(vers) or tail("setup")])
 t = log("tests")
 rows.append(["cuda tests (pytest -m cuda)", *status.get("tests", ("not run", "")),
-             last(t, r"(?m)^=*\s*(\d+ (?:passed|failed|skipped|errors?|deselected)\b.*?)\s*=*$") or "see logs/tests.log"])
-rows.append(["twin build", *status.get("twin", ("not run", "")), last(log("twin"), r"twin folder .*") or "see logs/twin.log"])
-from_bench = "see logs/bench.log"
+             last(t, r"(?m)^=*\s*(\d+ (?:passed|failed|skipped|errors?|deselected)\b.*?)\s*=*$") or tail("tests")])
+rows.append(["twin build", *status.get("twin", ("not run", "")), last(log("twin"), r"twin folder .*") or tail("twin")])
+from_bench = tail("bench")
 try:
     c = json.loads((res / "bench_cuda.json").read_text())["parts"]["cuda"]
     if "error" in c or "skipped" in c:
@@ -162,7 +165,7 @@ if steps:
           f"{max(s['peak_mem_mb'] for s in steps) / 1024:.2f} GiB alloc, loss finite: "
           f"{all(s['loss'] == s['loss'] for s in steps)}, skipped {sum(s['skipped'] for s in steps)}")
 else:
-    tr = (last(log("train"), r"minipods\.train: error: .*") or "no metrics: see logs/train.log")[:300]
+    tr = (last(log("train"), r"minipods\.train: error: .*") or tail("train"))[:300]
 try:
     cfg = json.loads((run / "config.json").read_text())
     tr += f" [n={cfg['n']} m={cfg['m']} prompts/step={cfg['prompts_per_step']} {cfg['max_new_tokens']} new tok]"
