@@ -10,7 +10,9 @@ on them is expensive and memory-bound, so generate n and update on m < n. These 
            (grpo.naive_token_logprobs): peak memory of forward+backward, and their max abs difference
   select   max_variance down-sampling time for n = 16 ... 1,000,000 and its log-log growth exponent
   trl      one warm GRPO step of minipods beside one of trl.GRPOTrainer, same settings (bench_trl.py)
-  cuda     the paper recipe's update on a GPU: memory, s/update, "fits a 24 GB card" (bench_cuda.py)
+  cuda     the paper recipe's update on a GPU (Qwen2.5-3B-Instruct 4-bit, LoRA r=64, m=16, 1024-token
+           sequences, gradient checkpointing, micro-batch 4, 8-bit AdamW): peak memory, s/update, "fits a
+           24 GB card", generation tokens/s (bench_cuda.py); by default on the 3B architecture twin
 
 Memory (memory.py): CUDA's peak allocated bytes, or the peak RSS of a phase on CPU. The CPU numbers of
 the update and logprob parts come from a fresh worker process with the allocator in exact mode
@@ -67,7 +69,8 @@ class BenchConfig:
     trl_prompts: int = setting(4, "prompts per step in the trl part (quick: 2)")
     trl_n: int = setting(8, "generations per prompt in the trl part (quick: 4)")
     trl_max_new_tokens: int = setting(128, "completion length in the trl part (quick: 32)")
-    cuda_model: str = setting("Qwen/Qwen2.5-3B-Instruct", "model of the cuda part (the paper's)")
+    cuda_model: str = setting("random:Qwen/Qwen2.5-3B-Instruct", "model of the cuda part: the paper's 3B as its "
+                              "architecture twin (real shapes, random weights, offline); or the hub id")
     cuda_m: int = setting(16, "kept rollouts per prompt in the cuda part (the paper's m)")
     cuda_seq_tokens: int = setting(1024, "prompt + completion tokens per sequence in the cuda part (paper: 512 + 512)")
     cuda_prompts: int = setting(1, "prompts per update in the cuda part (1: m=16 sequences; the paper's step: 8)")

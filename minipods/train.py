@@ -8,8 +8,10 @@ Paper, Algorithm 1 (PODS), one iteration per training step (`run_step`):
        max_variance, the paper's choice; max_reward; random). `--method grpo` keeps all (n = m);
     5. policy-update phase: one GRPO update on the kept rollouts only (minipods.grpo).
 `train` repeats it, with evaluation, checkpoints and exact resume around it (minipods.checkpoint).
-The paper's single-GPU recipe is `--preset paper`; `--small` is sized for a 2-core CPU and the
-offline default model.
+The paper's single-GPU recipe is `--preset paper`; `--preset consumer` scales it to an 8-12 GB card
+(Qwen2.5-1.5B); `--small` is sized for a 2-core CPU and the offline default model.
+`--model random:<hub id>` trains an architecture twin (random weights): the real memory and speed,
+offline, for measuring only.
 
 Outputs in OUTPUT_DIR: metrics.jsonl (one row per step; evaluation rows add eval_accuracy),
 config.json (every setting and the data source used), checkpoint/ (LoRA adapter, optimizer, RNG
@@ -44,7 +46,8 @@ class TrainConfig:
     """Every setting of a run. Field help strings become the CLI's --help. A config is validated
     once, when it is made (`__post_init__`): a TrainConfig that exists is a valid one."""
     # model
-    model: str = setting(DEFAULT_MODEL, "hub id, local HF folder, .gguf file, or 'smollm2-135m-instruct' (offline default)")
+    model: str = setting(DEFAULT_MODEL, "hub id, local HF folder, .gguf file, 'smollm2-135m-instruct' (offline "
+                         "default), or 'random:<hub id>' (architecture twin: real shapes, random weights; measuring only)")
     quantize: str = setting("none", "none | 4bit (bitsandbytes NF4 + double quantisation, QLoRA)")
     dtype: str = setting("auto", "auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16 | float16")
     device: str = setting("auto", "auto | cpu | cuda | cuda:N")
@@ -110,6 +113,14 @@ PRESETS = {
                   optimizer="auto", adam_beta1=0.9, adam_beta2=0.99, weight_decay=0.1, max_grad_norm=0.1,
                   temperature=0.9, max_prompt_tokens=512, max_new_tokens=512, n=64, m=16, prompts_per_step=8,
                   max_steps=400, eval_every=25, eval_limit=500, micro_batch_size=4, gradient_checkpointing=True),
+    # The paper's recipe scaled to an 8-12 GB card (docs/gpu.md has the memory arithmetic): the
+    # 1.5B model in 4 bits, n=16 -> m=4 per prompt, micro-batch 2, 32 sequences per generate call.
+    # LoRA, optimiser, lengths and sampling as in the paper; GRPO's arm is n = m = 4.
+    "consumer": dict(model="Qwen/Qwen2.5-1.5B-Instruct", quantize="4bit", lora_r=64, lora_alpha=64, lr=5e-6,
+                     optimizer="auto", adam_beta1=0.9, adam_beta2=0.99, weight_decay=0.1, max_grad_norm=0.1,
+                     temperature=0.9, max_prompt_tokens=512, max_new_tokens=512, n=16, m=4, prompts_per_step=8,
+                     max_steps=400, eval_every=25, eval_limit=500, micro_batch_size=2, gen_batch_size=32,
+                     eval_batch_size=32, gradient_checkpointing=True, data="gsm8k"),
 }
 
 
