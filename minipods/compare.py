@@ -32,6 +32,7 @@ from typing import Callable
 from minipods import plots, results
 from minipods import cli
 from minipods.checkpoint import RunLock, prepare_output_dir, write_atomic
+from minipods.memory import reset_peak
 from minipods.model import DEFAULT_MODEL, resolve_model
 from minipods import train as train_mod
 from minipods.train import PRESETS, TrainConfig, make_config
@@ -145,23 +146,6 @@ def arm_status(cfg: TrainConfig) -> str:
     return "new"
 
 
-def _reset_peak_memory(device: str) -> None:
-    """Start each arm's peak-memory count afresh (arms run one after another in one process)."""
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-            torch.cuda.reset_peak_memory_stats()
-    except Exception:
-        pass
-    try:  # Linux: resets the process's peak RSS (VmHWM, what getrusage's ru_maxrss reports)
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        pass
-
-
 def run_comparison(output_dir: str | Path = "runs/compare", arms=DEFAULT_ARMS, preset: str | None = None,
                    sweep: tuple[str, list[int]] | str | None = None,
                    model_factory: Callable[[TrainConfig], tuple] | None = None, log: Callable = print,
@@ -208,7 +192,7 @@ def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_fact
         model = tok = None
         if model_factory is not None:
             model, tok = model_factory(cfg)
-        _reset_peak_memory(cfg.device)
+        reset_peak(cfg.device)  # each arm's peak_mem_mb counts from its own start
         t0 = time.perf_counter()
         train_mod.train(cfg, model, tok)
         rows = results.read_rows(cfg.output_dir)

@@ -36,6 +36,7 @@ from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
 from minipods.data import build_prompt, load_task
 from minipods.downsample import RULES, downsample
 from minipods.grpo import group_advantages, grpo_update
+from minipods.memory import peak_mb
 from minipods.model import DEFAULT_MODEL, ModelNotFoundError, default_device, load_policy
 from minipods.rewards import is_full_format, score_completions
 from minipods.rollouts import generate_rollouts
@@ -240,15 +241,6 @@ def run_step(model, tok, optimizer, cfg: TrainConfig, items: list[dict], step: i
 
 
 # ---------------------------------------------------------------- the training loop
-def peak_mem_mb(device: str) -> float:
-    """CUDA max allocated memory, else the process's peak resident set size."""
-    import resource
-
-    if device.startswith("cuda"):
-        return torch.cuda.max_memory_allocated() / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-
-
 def make_optimizer(model, cfg: TrainConfig, device: str):
     params = [p for p in model.parameters() if p.requires_grad]
     kind = cfg.optimizer
@@ -334,7 +326,7 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
                 step += 1
                 elapsed += row["step_s"]
                 skipped_total += row["skipped"]
-                row.update(elapsed_s=elapsed, nonfinite_skips=skipped_total, peak_mem_mb=peak_mem_mb(device))
+                row.update(elapsed_s=elapsed, nonfinite_skips=skipped_total, peak_mem_mb=peak_mb(device))
                 final = step >= cfg.max_steps or (cfg.budget_s and elapsed >= cfg.budget_s)
                 if eval_items and (step % cfg.eval_every == 0 or final):
                     row.update(_evaluate(model, tokenizer, eval_items, cfg))

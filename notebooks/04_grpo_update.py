@@ -195,34 +195,7 @@ else:
 # measures time and the process's peak memory with repeats and fitted slopes.)
 
 # %%
-import weakref
-
-class _Saved:  # a weak-referenceable box for one tensor autograd saves for backward
-    __slots__ = ("t", "__weakref__")
-    def __init__(self, t): self.t = t
-
-def peak_saved_bytes(mdl, fn):
-    """Peak bytes of distinct non-parameter tensors held for backward while fn() runs. A tensor counts
-    from when autograd saves it until backward releases it (the box is garbage-collected)."""
-    params = {p.untyped_storage().data_ptr() for p in mdl.parameters()}
-    live, st = {}, {"cur": 0, "peak": 0}
-    def release(ptr):
-        live[ptr][1] -= 1
-        if live[ptr][1] == 0:
-            st["cur"] -= live.pop(ptr)[0]
-    def pack(t):
-        ptr = t.untyped_storage().data_ptr()
-        if ptr in params:
-            return t
-        if ptr not in live:
-            live[ptr] = [t.untyped_storage().nbytes(), 0]
-            st["cur"] += live[ptr][0]; st["peak"] = max(st["peak"], st["cur"])
-        live[ptr][1] += 1
-        box = _Saved(t); weakref.finalize(box, release, ptr)
-        return box
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x.t if isinstance(x, _Saved) else x):
-        fn()
-    return st["peak"]
+from minipods.memory import peak_saved_bytes  # exact bytes autograd holds for backward (allocator-independent)
 
 micro = 2 if SMALL else 4                  # micro_batch_size of the update
 ms = [1, 2, 4] if SMALL else [1, 2, 4, 8, 16]

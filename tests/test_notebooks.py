@@ -73,6 +73,7 @@ def _abs_env_path(monkeypatch, name):
         monkeypatch.setenv(name, str(Path(value).resolve()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_small(path, tmp_path, monkeypatch):
     from nbclient import NotebookClient

@@ -44,7 +44,7 @@ REQUIRED = ["step", "elapsed_s", "rollout_s", "update_s", "reward_mean", "reward
 
 def test_train_writes_metrics_config_and_adapter(tmp_path):
     cfg = tiny_cfg(tmp_path / "a", eval_every=2, eval_limit=3, eval_max_new_tokens=6)
-    model = run(cfg)
+    run(cfg)
     rs = rows(tmp_path / "a")
     train_rows = [r for r in rs if r["step"] > 0]
     assert [r["step"] for r in rs] == [0, 1, 2, 3]
@@ -188,6 +188,7 @@ def test_step_items_is_a_seeded_permutation():
     assert [it["i"] for it in T.step_items(items, 1, 10, 1)] != first_epoch
 
 
+@pytest.mark.slow
 def test_two_real_steps_with_the_default_model(tmp_path):
     """End to end: SmolLM2-135M-Instruct (offline GGUF), GSM8K if available, two PODS steps."""
     data = "gsm8k" if os.environ.get("MINIPODS_GSM8K_DIR") else "synthetic"
