@@ -4,7 +4,7 @@ Same model, prompts, n, completion length, LoRA, dtype, torch threads and optimi
 runs in a fresh worker process (memory.run_worker) and reports the wall and CPU time of its second
 step, split into generation (sampling + rewards + advantages) and update, and the plain peak RSS of
 that step (what a user would see; not the exact mode of the update/logprob parts). Needs
-`pip install -r requirements-bench.txt -c requirements.txt`; skipped without trl.
+`pip install -r requirements-trl.txt -c requirements.txt`; skipped without trl.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import torch
 from minipods.bench import BenchConfig, fmt_mb, fmt_s, fmt_x, ratio, set_threads, sync
 from minipods.memory import MemoryMeter, rss_mb, run_worker
 
-TRL_SKIP_MSG = "skipped (pip install -r requirements-bench.txt)"
+TRL_SKIP_MSG = "skipped (pip install -r requirements-trl.txt)"
 
 
 def trl_available() -> bool:

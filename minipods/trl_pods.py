@@ -26,7 +26,7 @@ Evaluation (`eval_strategy`) is stock GRPO on all `num_generations_eval` rollout
 
 CLI, GSM8K with minipods' prompts and rewards on any number of GPUs (every PODSGRPOConfig field is a flag):
     accelerate launch --num_processes 8 -m minipods.trl_pods --num_generations 64 --pods_m 16 ...
-The adapter goes to OUTPUT_DIR/adapter (`python -m minipods.evaluate --adapter OUTPUT_DIR`). docs/outgrowing.md
+The adapter goes to OUTPUT_DIR/adapter (`python -m minipods.evaluate --adapter OUTPUT_DIR`). README "Outgrowing one GPU"
 has a complete command and what differs from `python -m minipods.train`.
 """
 

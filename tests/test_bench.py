@@ -112,7 +112,7 @@ def test_parts_on_the_tiny_model():
 def test_trl_part_skips_without_trl(monkeypatch):
     monkeypatch.setattr(bench_trl, "trl_available", lambda: False)
     r = bench_trl.part_trl(BenchConfig(), "cpu")
-    assert r == {"skipped": "skipped (pip install -r requirements-bench.txt)"}
+    assert r == {"skipped": "skipped (pip install -r requirements-trl.txt)"}
     assert bench_trl.rows_trl(r) == [["trl", "minipods vs trl.GRPOTrainer", r["skipped"]]]
 
 
