@@ -211,6 +211,13 @@ def is_4bit(model) -> bool:
     return any(type(m).__name__ == "Linear4bit" for m in model.modules())
 
 
+def gradient_checkpointing_on(model) -> bool:
+    """Whether activation checkpointing is enabled on the (base) model."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    gc = getattr(base, "is_activation_checkpointing", None)  # transformers >= 5 name
+    return bool(getattr(base, "is_gradient_checkpointing", False) if gc is None else gc)
+
+
 @contextlib.contextmanager
 def generation_mode(model):
     """Put the policy in a state fit for sampling, and restore it afterwards.
@@ -224,8 +231,7 @@ def generation_mode(model):
     """
     was_training = model.training
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    gc = getattr(base, "is_activation_checkpointing", None)  # transformers >= 5 name
-    gc = getattr(base, "is_gradient_checkpointing", False) if gc is None else gc
+    gc = gradient_checkpointing_on(model)
     if gc:
         base.gradient_checkpointing_disable()
     model.train(is_4bit(model))  # see above: 4-bit stays in train mode (from_pretrained leaves eval mode)
@@ -235,6 +241,131 @@ def generation_mode(model):
         if gc:
             base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         model.train(was_training)
+
+
+# ---------------------------------------------------------------- folded inference copy
+# RL systems sample from an inference engine that holds its own copy of the policy's weights,
+# refreshed after every update. Here that copy is a plain transformers model whose LoRA-touched
+# linears hold W + scale * B @ A (so a decode step runs one matmul per projection instead of three),
+# while every other tensor (embeddings, norms) is shared with the policy, not copied. Merging the
+# adapter into the trained weights in place and out again would drift bf16 weights; the policy's
+# own tensors are never written here.
+_FOLD_ATTR = "_minipods_folded"
+
+
+def native_bf16_cpu() -> bool:
+    """Whether this CPU has native bf16 matmuls (AVX512-BF16 / AMX). Without them (e.g. AVX2), a
+    bf16 GEMM runs ~7-100x slower than a float32 one here."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+class UpcastLinear(torch.nn.Module):
+    """y = (x @ W.T + b) computed in float32 and returned in x's dtype, W held as float32 copies of
+    bf16/fp16 values. For bf16 inputs this is the math of a bf16 GEMM with float32 accumulation
+    (the product of two bf16 numbers is exact in float32), run by the fast float32 kernel on CPUs
+    without native bf16. Costs float32 storage (2x the bf16 weight)."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None):
+        super().__init__()
+        self.register_buffer("weight", weight.detach().float(), persistent=False)  # (out, in)
+        self.register_buffer("bias", None if bias is None else bias.detach().float(), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.linear(x.float(), self.weight, self.bias).to(x.dtype)
+
+
+class _Folded:
+    """Holder for the copy (a plain object, so nn.Module does not register the copy as a submodule
+    of the policy: its parameters stay out of model.parameters(), state_dict() and the optimizer)."""
+
+    def __init__(self, copy, pairs, upcast):
+        self.copy, self.pairs, self.upcast = copy, pairs, upcast
+
+
+def _foldable_lora_layers(model) -> list[tuple[str, object]] | None:
+    """(name, peft LoRA layer) pairs of a peft model whose adapter can be folded exactly into plain
+    nn.Linear weights; None when folding does not apply (no adapter, 4-bit/8-bit base layers, DoRA
+    or other LoRA variants, LoRA bias, a disabled or already merged adapter)."""
+    if not hasattr(model, "get_base_model"):
+        return None
+    layers = [(n, m) for n, m in model.get_base_model().named_modules() if hasattr(m, "lora_A") and hasattr(m, "base_layer")]
+    if not layers:
+        return None
+    for _, m in layers:
+        active = [a for a in m.active_adapters if a in m.lora_A]
+        if (type(m.base_layer) is not torch.nn.Linear or m.merged or m.disable_adapters or getattr(m, "fan_in_fan_out", False)
+                or any(a in getattr(m, "lora_variant", {}) or m.lora_bias.get(a, False) for a in active)):
+            return None
+    return layers
+
+
+def can_fold(model) -> bool:
+    return _foldable_lora_layers(model) is not None
+
+
+def _fold(m) -> torch.Tensor:
+    """(out, in) float32: W + sum over active adapters of scale * B @ A (never the weight itself)."""
+    w = m.base_layer.weight.to(torch.float32, copy=True)
+    for a in m.active_adapters:
+        if a in m.lora_A:
+            w.addmm_(m.lora_B[a].weight.float(), m.lora_A[a].weight.float(), alpha=m.scaling[a])
+    return w
+
+
+@torch.no_grad()
+def folded_copy(model, upcast: bool | None = None):
+    """The policy with its active LoRA adapter folded in, as a separate eval-mode model; None where
+    folding does not apply (see _foldable_lora_layers; in particular 4-bit models, whose copy would
+    be a full-precision one: they generate with the unmerged adapter instead).
+
+    The folded weights are W + scale * B @ A computed in float32 and rounded once to the policy's
+    dtype. upcast (None = a bf16/fp16 model on a CPU without native bf16): the copy's linears and
+    LM head are UpcastLinear, holding those same rounded values as float32 (same math, the fast
+    kernel; memory: float32 copies of the block linears and the head). Otherwise it holds one copy
+    of the LoRA-targeted weights in their dtype and shares the head.
+
+    Built once and cached on `model`; each call refreshes every copied weight from the policy's
+    current tensors (cheap next to generating; no stale copy after an update or an adapter load).
+    The policy's own tensors are only read.
+    """
+    layers = _foldable_lora_layers(model)
+    if layers is None:
+        return None
+    w0 = layers[0][1].base_layer.weight
+    if upcast is None:
+        upcast = w0.device.type == "cpu" and w0.dtype in (torch.bfloat16, torch.float16) and not native_bf16_cpu()
+    held = model.__dict__.get(_FOLD_ATTR)
+    if held is None or held.upcast != upcast or held.copy.device != w0.device or len(held.pairs) < len(layers):
+        import copy as _copy
+
+        base = model.get_base_model()
+        folded_ids = {id(m.base_layer.weight) for _, m in layers}
+        # deepcopy with a memo that maps every other tensor to itself: those are shared, not copied
+        memo = {id(t): t for t in list(base.parameters()) + list(base.buffers()) if id(t) not in folded_ids}
+        cp = _copy.deepcopy(base, memo)
+        pairs = []  # (peft LoRA layer or None, source weight, the copy's module)
+        for name, m in layers:
+            parent, _, child = name.rpartition(".")
+            lin = cp.get_submodule(name).base_layer  # the copy's own nn.Linear (fresh weight tensor)
+            if upcast:
+                lin = UpcastLinear(lin.weight, lin.bias)
+            setattr(cp.get_submodule(parent) if parent else cp, child, lin)
+            pairs.append((m, m.base_layer.weight, lin))
+        head = cp.get_output_embeddings()
+        if upcast and type(head) is torch.nn.Linear:  # the LM head is ~20% of a small model's decode FLOPs
+            up = UpcastLinear(head.weight, head.bias)
+            cp.set_output_embeddings(up)
+            pairs.append((None, base.get_output_embeddings().weight, up))
+        cp.eval()
+        held = _Folded(cp, pairs, upcast)
+        model.__dict__[_FOLD_ATTR] = held  # plain attribute (see _Folded)
+    for m, src, dst in held.pairs:  # refresh (~0.15 s for SmolLM2-135M on one CPU thread)
+        w = src.float() if m is None else _fold(m)
+        dst.weight.copy_(w.to(src.dtype))  # one rounding to the policy's dtype (exact upcast if float32)
+    return held.copy
 
 
 def count_parameters(model) -> dict:
