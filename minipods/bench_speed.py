@@ -209,7 +209,7 @@ def plain_grpo_step(model, optimizer, batch, advantages: torch.Tensor, micro_bat
 
 def update_speed(model, batch, micro_batch_size: int = 4, temperature: float = 0.7, rounds: int = 2) -> dict:
     """Seconds per update on `batch` (kept rollouts): grpo_update vs plain_grpo_step vs
-    grpo_update(share_prompts=False), alternating `rounds` times after a warm-up of each; SGD with
+    grpo_update(share_prompts=False), alternating `rounds` times after a short warm-up; SGD with
     lr 0, so every call sees the same weights."""
     from minipods.grpo import grpo_update
 
@@ -222,10 +222,11 @@ def update_speed(model, batch, micro_batch_size: int = 4, temperature: float = 0
         "unshared": lambda: grpo_update(model, opt, batch, adv, micro_batch_size=micro_batch_size,
                                         temperature=temperature, share_prompts=False),
     }
-    small = batch.select(list(range(min(micro_batch_size, len(batch)))))
-    for k in runs:  # warm-up on one micro-batch
-        (grpo_update(model, opt, small, adv[:len(small)], micro_batch_size=micro_batch_size) if k != "plain"
-         else plain_grpo_step(model, opt, small, adv[:len(small)], micro_batch_size))
+    first = batch.group == batch.group[0]
+    small = batch.select(first.nonzero()[:2, 0])  # warm-up (first-call costs) on 2 rows of one prompt
+    grpo_update(model, opt, small, adv[:2], micro_batch_size=micro_batch_size)
+    grpo_update(model, opt, small, adv[:2], micro_batch_size=micro_batch_size, share_prompts=False)
+    plain_grpo_step(model, opt, small, adv[:2], micro_batch_size)
     secs = {k: 0.0 for k in runs}
     for _ in range(rounds):
         for k, fn in runs.items():
@@ -279,7 +280,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m minipods.bench_speed", description=__doc__.split("\n\n")[0])
     ap.add_argument("--parts", default="rollout,update", help="comma-separated: rollout, update")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1 on a shared machine)")
-    ap.add_argument("--rounds", type=int, default=2, help="alternating measurement rounds per side")
+    ap.add_argument("--rounds", type=int, default=2, help="alternating rollout measurement rounds per side")
+    ap.add_argument("--update-rounds", type=int, default=1,
+                    help="alternating update measurement rounds (a bf16 update is minutes on an AVX2 CPU)")
     ap.add_argument("--json", default=None, help="also write the results here")
     a = ap.parse_args(argv)
     parts = [p for p in a.parts.split(",") if p]
@@ -296,7 +299,8 @@ def main(argv=None) -> int:
         print(format_rows(rows_rollout_speed(res["rollout"])), flush=True)
     if "update" in parts:
         batch = kept_batch(model, tok, prompts, SMALL["n"], SMALL["m"], SMALL["max_new_tokens"], SMALL["temperature"])
-        res["update"] = update_speed(model, batch, SMALL["micro_batch_size"], SMALL["temperature"], rounds=a.rounds)
+        res["update"] = update_speed(model, batch, SMALL["micro_batch_size"], SMALL["temperature"],
+                                     rounds=a.update_rounds)
         print(format_rows(rows_update_speed(res["update"])), flush=True)
     if a.json:
         with open(a.json, "w") as f:
