@@ -3,9 +3,11 @@
 PODS rests on an asymmetry (paper, Section 3): generating rollouts is cheap and parallel, updating
 on them is expensive and memory-bound, so generate n and update on m < n. These parts measure it:
 
-  rollout  n completions of one prompt in one batched `generate` vs n single-sequence calls (tokens/s)
+  rollout  n completions of one prompt in one batched `generate` vs n single-sequence calls (tokens/s);
+           fast vs plain rollouts, this CPU's TFLOP/s and GB/s, a decode step vs its roofline (bench_speed.py)
   update   GRPO update time and peak memory for m = 2, 4, 8, 16 kept rollouts of one fixed set
-           (micro-batch fixed): time grows linearly with m, memory is bounded by the micro-batch
+           (micro-batch fixed): time grows linearly with m, memory is bounded by the micro-batch;
+           then grpo_update vs a plain PyTorch GRPO step on the same rows (bench_speed.py)
   logprob  chunked log-probs (grpo.token_logprobs) vs a full-vocabulary log-softmax
            (grpo.naive_token_logprobs): peak memory of forward+backward, and their max abs difference
   select   max_variance down-sampling time for n = 16 ... 1,000,000 and its log-log growth exponent
@@ -37,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from minipods.bench_speed import SPEED_POSITIVE, SPEED_QUICK, SpeedSettings, with_speed
 from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
 
 PARTS = ("rollout", "update", "logprob", "select", "trl", "cuda")
@@ -46,8 +49,8 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 # ---------------------------------------------------------------- settings
 @dataclass
-class BenchConfig:
-    """What every part measures; `--quick` lays QUICK over these defaults, flags over both."""
+class BenchConfig(SpeedSettings):
+    """What every part measures (speed_*: bench_speed.py); `--quick` lays QUICK over these defaults, flags over both."""
     model: str = setting("smollm2-135m-instruct", "model for rollout/update/logprob/trl (offline default)")
     dtype: str = setting("auto", "auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16 | float16")
     threads: int = setting(0, "torch threads (0: torch's default; --quick: 1)")
@@ -82,7 +85,7 @@ class BenchConfig:
 # (and the paper's micro-batch, 4 x 512 completion tokens, 4 of 512)
 QUICK = dict(max_new_tokens=64, repeats=1, logprob_batch=4, logprob_chunk=64,
              select_sizes=[16, 256, 4096, 65536, 1_000_000], trl_prompts=2, trl_n=4, trl_max_new_tokens=32,
-             cuda_gen_n=16, cuda_gen_tokens=128)
+             cuda_gen_n=16, cuda_gen_tokens=128, **SPEED_QUICK)
 
 
 # ---------------------------------------------------------------- small helpers
@@ -358,13 +361,13 @@ def _part(name: str):
         return (lambda ctx, cfg: bench_cuda.part_cuda(cfg)), bench_cuda.rows_cuda
     if name == "select":
         return (lambda ctx, cfg: part_select(cfg.select_sizes, cfg.seed, cfg.quick)), rows_select
-    return {"rollout": (part_rollout, rows_rollout), "update": (part_update, rows_update),
-            "logprob": (part_logprob, rows_logprob)}[name]
+    pairs = {"rollout": (part_rollout, rows_rollout), "update": (part_update, rows_update)}  # + their fast-vs-plain
+    return with_speed(name, *pairs[name]) if name in pairs else (part_logprob, rows_logprob)  # half (bench_speed.py)
 
 
 POSITIVE = ("n", "max_new_tokens", "micro_batch_size", "repeats", "lora_r", "lora_alpha", "logprob_batch",
             "logprob_chunk", "trl_prompts", "trl_n", "trl_max_new_tokens", "cuda_m", "cuda_seq_tokens",
-            "cuda_prompts", "cuda_gen_n", "cuda_gen_tokens")  # settings that must be >= 1
+            "cuda_prompts", "cuda_gen_n", "cuda_gen_tokens") + SPEED_POSITIVE  # settings that must be >= 1
 
 
 def validate(cfg: BenchConfig, parts: list[str]) -> None:

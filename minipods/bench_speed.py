@@ -1,7 +1,9 @@
 """Speed of the two PODS phases against their plain versions, and this machine's limits.
 
 Paper (Section 3): PODS assumes the inference phase is cheap next to the update. That holds only
-if the rollout code runs near what the hardware allows; these measurements say how near.
+if the rollout code runs near what the hardware allows; these measurements say how near. They are
+the second half of `python -m minipods.bench`'s rollout and update parts (bench.py registers them
+with `with_speed`), at the --small preset's shape (4 prompts x n=8, 96 new tokens, T=0.7, m=4):
 
   rollout  generate_rollouts (shared prefill, inverse-CDF sampler, folded adapter) vs a plain
            `model.generate(do_sample=True)` on the n-times repeated prompts: real tokens/s of each
@@ -14,35 +16,40 @@ if the rollout code runs near what the hardware allows; these measurements say h
            step on the same rows (forward each [prompt | completion] row, full log_softmax, gather,
            backward), and vs grpo_update(share_prompts=False): seconds and ratios.
 
-Each part returns a dict; rows_rollout_speed / rows_update_speed turn it into table rows
-(part, measurement, result). `python -m minipods.bench_speed` runs both at the --small shape.
+The model is the bench's (--model, --dtype, --lora-r, --lora-alpha): the --small preset's policy is
+`--dtype bfloat16 --lora-r 16 --lora-alpha 32`.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import math
-import sys
 import time
+from dataclasses import dataclass
 
 import torch
 
-from minipods.model import folded_copy, generation_mode
-
-SMALL = dict(prompts=4, n=8, m=4, max_new_tokens=96, temperature=0.7, micro_batch_size=4, lora_r=16,
-             lora_alpha=32, dtype="bfloat16")  # the --small preset's rollout and update shape
-
-
-def _fmt_s(s: float) -> str:
-    return "n/a" if s is None or not math.isfinite(s) else f"{s:.2f} s" if s >= 1 else f"{s * 1e3:.1f} ms"
+from minipods.cli import setting
+from minipods.inference import folded_copy
+from minipods.model import generation_mode
 
 
-def _fmt_x(r: float) -> str:
-    return "n/a" if r is None or not math.isfinite(r) else f"{r:.2f}x"
+@dataclass
+class SpeedSettings:
+    """The speed half of the rollout and update parts (bench.BenchConfig inherits these fields)."""
+    speed_prompts: int = setting(4, "distinct prompts in the fast-vs-plain rollout and update measurements (--small: 4)")
+    speed_n: int = setting(8, "rollouts per prompt there (--small: 8)")
+    speed_m: int = setting(4, "kept rollouts per prompt in the fast-vs-plain update (--small: 4)")
+    speed_max_new_tokens: int = setting(96, "rollout length there (--small: 96; quick: 32)")
+    speed_temperature: float = setting(0.7, "sampling temperature there (--small: 0.7)")
+    speed_rounds: int = setting(2, "alternating fast/plain rollout rounds (quick: 1)")
+    speed_update_rounds: int = setting(1, "alternating fast/plain/unshared update rounds")
 
 
-def _best(fn, min_time: float = 0.3, rounds: int = 3) -> float:
+SPEED_QUICK = dict(speed_max_new_tokens=32, speed_rounds=1)  # laid over the defaults by --quick
+SPEED_POSITIVE = ("speed_prompts", "speed_n", "speed_m", "speed_max_new_tokens", "speed_rounds",
+                  "speed_update_rounds")  # settings that must be >= 1
+
+
+def _best(fn, min_time: float = 0.3, rounds: int = 3, device: str = "cpu") -> float:
     """Best-of-`rounds` seconds per call, each round repeating fn for >= min_time."""
     fn()  # warm-up
     best = float("inf")
@@ -51,6 +58,8 @@ def _best(fn, min_time: float = 0.3, rounds: int = 3) -> float:
         while True:
             fn()
             k += 1
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
             dt = time.perf_counter() - t0
             if dt >= min_time:
                 break
@@ -59,46 +68,65 @@ def _best(fn, min_time: float = 0.3, rounds: int = 3) -> float:
 
 
 # ---------------------------------------------------------------- machine limits
-def machine_limits(size: int = 1024, mem_mb: int = 256) -> dict:
+def machine_limits(size: int = 1024, mem_mb: int = 256, device: str = "cpu") -> dict:
     """Measured matmul TFLOP/s (square size x size, bf16 and fp32) and memory read GB/s
-    (sum over a mem_mb buffer, far larger than the caches). Best of a few rounds."""
+    (sum over a mem_mb buffer, far larger than the caches), with this process's torch threads.
+    Best of a few rounds."""
     out = {}
     for name, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
-        a, b = torch.randn(size, size).to(dt), torch.randn(size, size).to(dt)
+        a, b = torch.randn(size, size, device=device).to(dt), torch.randn(size, size, device=device).to(dt)
         # F.linear (x @ W.T, the layout every nn.Linear uses): for bf16 on CPUs without native
         # bf16 it reaches oneDNN's converting kernel, ~10x a plain `a @ b` there
-        out[f"{name}_tflops"] = 2 * size ** 3 / _best(lambda: torch.nn.functional.linear(a, b)) / 1e12
-    x = torch.ones(mem_mb * 2 ** 20 // 4)
-    out["mem_gbs"] = x.numel() * 4 / _best(lambda: x.sum(), min_time=0.2) / 1e9
+        sec = _best(lambda: torch.nn.functional.linear(a, b), device=device)
+        out[f"{name}_tflops"] = 2 * size ** 3 / sec / 1e12
+    x = torch.ones(mem_mb * 2 ** 20 // 4, device=device)
+    out["mem_gbs"] = x.numel() * 4 / _best(lambda: x.sum(), min_time=0.2, device=device) / 1e9
     out["threads"] = torch.get_num_threads()
     return out
 
 
+def decode_step_cost(n_weights: int, weight_bytes: int, batch: int, layers: int, heads: int, kv_heads: int,
+                     head_dim: int, context: float, act_bytes: int) -> tuple[float, float]:
+    """(bytes read, FLOPs) of one decode step: `batch` rows each add one token after `context` cached
+    ones. Every weight matrix is read once (weight_bytes) and does 2 FLOPs per weight per row; the
+    KV cache (keys and values of kv_heads per layer, act_bytes each) is read once; attention adds
+    q.k and p.v, 4 * heads * head_dim FLOPs per cached token per layer per row."""
+    kv_bytes = batch * layers * 2 * kv_heads * head_dim * context * act_bytes
+    flops = 2 * batch * n_weights + 4 * batch * layers * heads * head_dim * context
+    return weight_bytes + kv_bytes, flops
+
+
+def roofline(bytes_read: float, flops: float, mem_gbs: float, tflops: float) -> dict:
+    """The roofline limit of one step: it cannot take less than moving its bytes at the measured
+    memory bandwidth, nor less than its FLOPs at the measured matmul rate; the larger is the limit."""
+    t_mem, t_flop = bytes_read / (mem_gbs * 1e9), flops / (tflops * 1e12)
+    return {"memory_s": t_mem, "compute_s": t_flop, "limit_s": max(t_mem, t_flop),
+            "bound": "memory" if t_mem >= t_flop else "compute"}
+
+
 def decode_roofline(model, batch: int, context: float, limits: dict) -> dict:
-    """Lower bound on one decode step of `model` (the network that decodes: the folded copy where
-    generate_rollouts used one) for `batch` rows at `context` cached tokens: max(bytes read / GB/s,
-    FLOPs / TFLOP/s). Bytes: every matrix of the blocks and the LM head as stored (float32 in an
-    upcast copy) plus the KV cache (in the embeddings' dtype); FLOPs: 2 per weight per row plus the
-    attention's 4 * heads * head_dim * context per layer per row, at the TFLOP/s of the weights'
-    dtype."""
+    """roofline() of one decode step of `model` (the network that decodes: the folded copy where
+    generate_rollouts used one) for `batch` rows at `context` cached tokens. Weights: every matrix
+    of the blocks and the LM head as stored (float32 in an upcast copy; LoRA factors left out, as a
+    folded copy has none); KV cache in the embeddings' dtype; FLOPs at the TFLOP/s of the head's
+    dtype (the matmuls' dtype)."""
     cfg = model.config
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    mats = [t for n, t in list(base.get_decoder().layers.named_parameters()) + list(base.get_decoder().layers.named_buffers())
+    blocks = base.get_decoder().layers
+    mats = [t for n, t in list(blocks.named_parameters()) + list(blocks.named_buffers())
             if t.dim() == 2 and "lora_" not in n]
     head = base.get_output_embeddings().weight
     n_w = sum(t.numel() for t in mats) + head.numel()
     w_bytes = sum(t.numel() * t.element_size() for t in mats) + head.numel() * head.element_size()
-    act_size = base.get_input_embeddings().weight.element_size()
-    L, heads = cfg.num_hidden_layers, cfg.num_attention_heads
-    kv_heads = getattr(cfg, "num_key_value_heads", heads) or heads
+    heads = cfg.num_attention_heads
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
-    kv_bytes = batch * L * 2 * kv_heads * head_dim * context * act_size
-    flops = 2 * batch * n_w + 4 * batch * L * heads * head_dim * context
+    bytes_read, flops = decode_step_cost(n_w, w_bytes, batch, cfg.num_hidden_layers, heads,
+                                         getattr(cfg, "num_key_value_heads", heads) or heads, head_dim, context,
+                                         base.get_input_embeddings().weight.element_size())
     dtype = "fp32" if head.dtype == torch.float32 else "bf16"
-    t_mem, t_flop = (w_bytes + kv_bytes) / (limits["mem_gbs"] * 1e9), flops / (limits[f"{dtype}_tflops"] * 1e12)
-    return {"batch": batch, "context": context, "weight_mb": w_bytes / 2 ** 20, "kv_mb": kv_bytes / 2 ** 20,
-            "gflop": flops / 1e9, "matmul_dtype": dtype, "memory_s": t_mem, "compute_s": t_flop,
-            "limit_s": max(t_mem, t_flop), "bound": "memory" if t_mem >= t_flop else "compute"}
+    return {"batch": batch, "context": context, "weight_mb": w_bytes / 2 ** 20, "kv_mb": (bytes_read - w_bytes) / 2 ** 20,
+            "gflop": flops / 1e9, "matmul_dtype": dtype,
+            **roofline(bytes_read, flops, limits["mem_gbs"], limits[f"{dtype}_tflops"])}
 
 
 # ---------------------------------------------------------------- rollout: fast vs plain generate
@@ -147,7 +175,7 @@ def rollout_speed(model, tok, prompts: list[str], n: int = 8, max_new_tokens: in
         return {"seconds_per_call": s / len(runs), "tokens": t, "tokens_per_s": t / s}
 
     f, p = total(fast), total(plain)
-    limits = limits or machine_limits()
+    limits = limits or machine_limits(device=str(next(model.parameters()).device))
     steps = sum(m["steps"] for m in meta)
     step_s = sum(m["decode_s"] for m in meta) / steps  # achieved seconds per decode step (fast path)
     P = len(tok(prompts[0], add_special_tokens=False).input_ids)
@@ -162,21 +190,22 @@ def rollout_speed(model, tok, prompts: list[str], n: int = 8, max_new_tokens: in
 
 
 def rows_rollout_speed(r: dict) -> list[list[str]]:
+    from minipods.bench import fmt_s, fmt_x
     f, p, lim, roof = r["fast"], r["plain"], r["limits"], r["roofline"]
     shape = f"{r['prompts']} prompts x n={r['n']}, {r['max_new_tokens']} new tok, T={r['temperature']}"
     parts = r["fast_parts_s"]
     return [
-        ["rollout", f"plain generate ({shape})", f"{p['tokens_per_s']:.1f} tok/s, {_fmt_s(p['seconds_per_call'])}/call"],
+        ["rollout", f"plain generate ({shape})", f"{p['tokens_per_s']:.1f} tok/s, {fmt_s(p['seconds_per_call'])}/call"],
         ["rollout", "generate_rollouts (shared prefill, inverse-CDF, folded)",
-         f"{f['tokens_per_s']:.1f} tok/s, {_fmt_s(f['seconds_per_call'])}/call (fold {_fmt_s(parts['fold_s'])}, "
-         f"prefill {_fmt_s(parts['prefill_s'])}, decode {_fmt_s(parts['decode_s'])})"],
-        ["rollout", "generate_rollouts / plain tokens/s", _fmt_x(r["ratio"])],
+         f"{f['tokens_per_s']:.1f} tok/s, {fmt_s(f['seconds_per_call'])}/call (fold {fmt_s(parts['fold_s'])}, "
+         f"prefill {fmt_s(parts['prefill_s'])}, decode {fmt_s(parts['decode_s'])})"],
+        ["rollout", "generate_rollouts / plain tokens/s", fmt_x(r["ratio"])],
         ["rollout", f"machine ({lim['threads']} thread(s))",
          f"bf16 {lim['bf16_tflops']:.4f} TFLOP/s, fp32 {lim['fp32_tflops']:.3f} TFLOP/s, memory {lim['mem_gbs']:.1f} GB/s"],
         ["rollout", f"decode step limit (batch {roof['batch']}, context {roof['context']:.0f}, {roof['matmul_dtype']} matmuls)",
-         f"{_fmt_s(roof['limit_s'])} ({roof['bound']}-bound: {roof['weight_mb'] + roof['kv_mb']:.0f} MB read "
-         f"= {_fmt_s(roof['memory_s'])}, {roof['gflop']:.1f} GFLOP = {_fmt_s(roof['compute_s'])})"],
-        ["rollout", "achieved decode step", f"{_fmt_s(r['decode_step_s'])} = {r['x_limit']:.1f} x the limit"],
+         f"{fmt_s(roof['limit_s'])} ({roof['bound']}-bound: {roof['weight_mb'] + roof['kv_mb']:.0f} MB read "
+         f"= {fmt_s(roof['memory_s'])}, {roof['gflop']:.1f} GFLOP = {fmt_s(roof['compute_s'])})"],
+        ["rollout", "achieved decode step", f"{fmt_s(r['decode_step_s'])} = {r['x_limit']:.1f} x the limit"],
     ]
 
 
@@ -241,25 +270,21 @@ def update_speed(model, batch, micro_batch_size: int = 4, temperature: float = 0
 
 
 def rows_update_speed(r: dict) -> list[list[str]]:
+    from minipods.bench import fmt_s, fmt_x
     s = r["seconds"]
     shape = f"{r['rows']} rows ({r['groups']} prompts), micro-batch {r['micro_batch_size']}"
-    return [["update", f"plain GRPO step ({shape})", f"{_fmt_s(s['plain'])}/update"],
-            ["update", "grpo_update, every row in full (share_prompts=False)", f"{_fmt_s(s['unshared'])}/update"],
-            ["update", "grpo_update (each prompt once per micro-batch)", f"{_fmt_s(s['fast'])}/update"],
-            ["update", "plain / grpo_update time", _fmt_x(r["ratio_plain"])],
-            ["update", "share_prompts=False / grpo_update time", _fmt_x(r["ratio_unshared"])]]
+    return [["update", f"plain GRPO step ({shape})", f"{fmt_s(s['plain'])}/update"],
+            ["update", "grpo_update, every row in full (share_prompts=False)", f"{fmt_s(s['unshared'])}/update"],
+            ["update", "grpo_update (each prompt once per micro-batch)", f"{fmt_s(s['fast'])}/update"],
+            ["update", "plain / grpo_update time", fmt_x(r["ratio_plain"])],
+            ["update", "share_prompts=False / grpo_update time", fmt_x(r["ratio_unshared"])]]
 
 
-# ---------------------------------------------------------------- CLI
-def small_setup(seed: int = 0, device: str = "cpu"):
-    """(model, tokenizer, prompts): SmolLM2-135M bf16 + LoRA r=16 and 4 synthetic prompts, as --small."""
+# ---------------------------------------------------------------- the bench's parts
+def _prompts(ctx, cfg) -> list[str]:
+    """cfg.speed_prompts seeded synthetic word problems, chat-formatted (as the --small preset's)."""
     from minipods.data import build_prompt, synthetic_problems
-    from minipods.model import load_policy
-
-    model, tok = load_policy("smollm2-135m-instruct", dtype=SMALL["dtype"], lora_r=SMALL["lora_r"],
-                             lora_alpha=SMALL["lora_alpha"], device=device)
-    prompts = [build_prompt(tok, it["question"]) for it in synthetic_problems(SMALL["prompts"], seed=seed)]
-    return model, tok, prompts
+    return [build_prompt(ctx.tok, it["question"]) for it in synthetic_problems(cfg.speed_prompts, seed=cfg.seed)]
 
 
 def kept_batch(model, tok, prompts: list[str], n: int, m: int, max_new_tokens: int, temperature: float, seed: int = 0):
@@ -268,45 +293,26 @@ def kept_batch(model, tok, prompts: list[str], n: int, m: int, max_new_tokens: i
 
     torch.manual_seed(seed)
     ro = generate_rollouts(model, tok, prompts, n, max_new_tokens=max_new_tokens, temperature=temperature)
-    return ro.select([g * n + i for g in range(len(prompts)) for i in range(m)])
+    return ro.select([g * n + i for g in range(len(prompts)) for i in range(min(m, n))])
 
 
-def format_rows(rows: list[list[str]]) -> str:
-    w = [max(len(r[i]) for r in rows) for i in range(3)]
-    return "\n".join("| " + " | ".join(c.ljust(x) for c, x in zip(r, w)) + " |" for r in rows)
+def part_rollout_speed(ctx, cfg) -> dict:
+    return rollout_speed(ctx.model, ctx.tok, _prompts(ctx, cfg), cfg.speed_n, cfg.speed_max_new_tokens,
+                         cfg.speed_temperature, rounds=cfg.speed_rounds, seed=cfg.seed)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m minipods.bench_speed", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--parts", default="rollout,update", help="comma-separated: rollout, update")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (1 on a shared machine)")
-    ap.add_argument("--rounds", type=int, default=2, help="alternating rollout measurement rounds per side")
-    ap.add_argument("--update-rounds", type=int, default=1,
-                    help="alternating update measurement rounds (a bf16 update is minutes on an AVX2 CPU)")
-    ap.add_argument("--json", default=None, help="also write the results here")
-    a = ap.parse_args(argv)
-    parts = [p for p in a.parts.split(",") if p]
-    if any(p not in ("rollout", "update") for p in parts):
-        print(f"minipods.bench_speed: error: unknown part in {a.parts!r}; expected rollout, update", file=sys.stderr)
-        return 2
-    torch.set_num_threads(a.threads)
-    model, tok, prompts = small_setup()
-    res, rows = {}, []
-    if "rollout" in parts:
-        res["rollout"] = rollout_speed(model, tok, prompts, SMALL["n"], SMALL["max_new_tokens"], SMALL["temperature"],
-                                       rounds=a.rounds)
-        rows += rows_rollout_speed(res["rollout"])
-        print(format_rows(rows_rollout_speed(res["rollout"])), flush=True)
-    if "update" in parts:
-        batch = kept_batch(model, tok, prompts, SMALL["n"], SMALL["m"], SMALL["max_new_tokens"], SMALL["temperature"])
-        res["update"] = update_speed(model, batch, SMALL["micro_batch_size"], SMALL["temperature"],
-                                     rounds=a.update_rounds)
-        print(format_rows(rows_update_speed(res["update"])), flush=True)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=1)
-    return 0
+def part_update_speed(ctx, cfg) -> dict:
+    batch = kept_batch(ctx.model, ctx.tok, _prompts(ctx, cfg), cfg.speed_n, cfg.speed_m, cfg.speed_max_new_tokens,
+                       cfg.speed_temperature, cfg.seed)
+    return update_speed(ctx.model, batch, cfg.micro_batch_size, cfg.speed_temperature, rounds=cfg.speed_update_rounds)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+SPEED = {"rollout": (part_rollout_speed, rows_rollout_speed), "update": (part_update_speed, rows_update_speed)}
+
+
+def with_speed(name: str, run, rows):
+    """bench's (run, rows) pair of part `name` with this module's measurements added: results under
+    "speed", rows after the part's own."""
+    speed_run, speed_rows = SPEED[name]
+    return (lambda ctx, cfg: {**run(ctx, cfg), "speed": speed_run(ctx, cfg)},
+            lambda r: rows(r) + speed_rows(r["speed"]))

@@ -12,9 +12,9 @@ changing what is sampled:
     RNG, so seeded runs reproduce and resume exactly) instead of `torch.multinomial`, whose
     per-token exponential draws cost more than a small model's decode step on a CPU;
   * on CPU, decoding with a separate inference copy of the policy whose weights hold the LoRA
-    adapter folded in (model.folded_copy; the trained weights are never touched). On a CPU without
+    adapter folded in (inference.folded_copy; the trained weights are never touched). On a CPU without
     native bf16 (e.g. AVX2) that copy runs a bf16 policy's matmuls as float32 GEMMs on the same
-    bf16 values (model.UpcastLinear: the same math, ~7x faster there).
+    bf16 values (inference.UpcastLinear: the same math, ~7x faster there).
 
 Layout of the returned batch (B = len(prompts) * n, group-major: prompt 0's n samples first):
     prompt_ids       (B, P)  left-padded prompt tokens
@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from minipods.model import can_fold, folded_copy, generation_mode
+from minipods.inference import can_fold, folded_copy
+from minipods.model import generation_mode
 
 
 @dataclass
@@ -158,7 +159,7 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
 
     batch_size: sequences per `generate` call; bounds memory (the KV cache grows with it).
     max_prompt_tokens: left-truncate longer prompts (the paper uses 512).
-    fold_adapter: decode with model.folded_copy (the LoRA adapter folded into a separate copy of
+    fold_adapter: decode with inference.folded_copy (the LoRA adapter folded into a separate copy of
         the weights, refreshed each call). None = on CPU where it applies. It never applies to 4-bit models (the copy
         would cost them their memory advantage): they decode with the unmerged adapter. On CUDA it
         is opt-in (True), as it costs one more copy of the adapted linear weights in GPU memory.

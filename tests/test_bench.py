@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from minipods import bench, bench_cuda, bench_trl, memory
+from minipods import bench, bench_cuda, bench_speed, bench_trl, memory
 from minipods.bench import (
     BenchConfig, fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, format_table, part_select, run_bench,
 )
@@ -88,7 +88,7 @@ def test_part_select_small_n():
 def test_parts_on_the_tiny_model():
     model, tok = tiny_policy(seed=0)
     cfg = BenchConfig(n=4, max_new_tokens=6, m_values=[2, 4], repeats=1, logprob_batch=4, select_sizes=[16, 64],
-                      quick=True, threads=1)
+                      quick=True, threads=1, speed_prompts=2, speed_n=4, speed_m=2, speed_max_new_tokens=6, speed_rounds=1)
     out = run_bench(cfg, ["rollout", "update", "logprob", "select"], model=model, tokenizer=tok, log=lambda s: None)
     ro = out["parts"]["rollout"]
     assert 0 < ro["batched"]["tokens"] <= 4 * 6 and 0 < ro["sequential"]["tokens"] <= 4 * 6
@@ -103,6 +103,20 @@ def test_parts_on_the_tiny_model():
     assert set(lp["runs"]) == {"plain", "grad_ckpt"}
     assert all(math.isfinite(x["chunked"]["peak_mb"]) for x in lp["runs"].values())
     assert not model.get_base_model().is_gradient_checkpointing  # switched back off
+    # the fast-vs-plain halves (bench_speed): ratios of the measured numbers, the roofline of the decoder
+    fs = ro["speed"]
+    assert fs["n"] == 4 and fs["prompts"] == 2 and 0 < fs["fast"]["tokens"] <= 2 * 4 * 6
+    assert fs["ratio"] == pytest.approx(fs["fast"]["tokens_per_s"] / fs["plain"]["tokens_per_s"])
+    assert fs["levers"] == {"folded": True, "shared_prefill": True}
+    lim, roof = fs["limits"], fs["roofline"]
+    assert lim["fp32_tflops"] > 0 and lim["bf16_tflops"] > 0 and lim["mem_gbs"] > 0 and lim["threads"] == 1
+    assert roof["batch"] == 8 and roof["matmul_dtype"] == "fp32" and roof["limit_s"] == max(roof["memory_s"], roof["compute_s"])
+    assert fs["x_limit"] == pytest.approx(fs["decode_step_s"] / roof["limit_s"])
+    us = up["speed"]
+    assert us["rows"] == 4 and us["groups"] == 2 and set(us["seconds"]) == {"fast", "plain", "unshared"}
+    assert us["ratio_plain"] == pytest.approx(us["seconds"]["plain"] / us["seconds"]["fast"])
+    assert any(f"{fs['x_limit']:.1f} x the limit" in line for line in out["table"].splitlines())
+    assert any("plain / grpo_update time" in line for line in out["table"].splitlines())
     assert set(out["parts"]) == {"rollout", "update", "logprob", "select"}
     parts_in_table = {line.split("|")[1].strip() for line in out["table"].splitlines()[2:]}
     assert parts_in_table == {"rollout", "update", "logprob", "select"}
@@ -128,8 +142,25 @@ def test_config_quick_and_overrides():
     cfg = bench.config_from_args(p.parse_args(["--quick"]))
     assert (cfg.threads, cfg.max_new_tokens, cfg.repeats, cfg.m_values) == (1, 64, 1, [2, 4, 8, 16])
     assert cfg.select_sizes[0] == 16 and cfg.select_sizes[-1] == 1_000_000
+    assert (cfg.speed_prompts, cfg.speed_n, cfg.speed_m, cfg.speed_max_new_tokens, cfg.speed_rounds) == (4, 8, 4, 32, 1)
     cfg = bench.config_from_args(p.parse_args(["--quick", "--threads", "2", "--m-values", "2,4", "--n", "8"]))
     assert (cfg.threads, cfg.m_values, cfg.n) == (2, [2, 4], 8)
+    cfg = bench.config_from_args(p.parse_args(["--speed-max-new-tokens", "96", "--speed-temperature", "0.9"]))
+    assert (cfg.speed_max_new_tokens, cfg.speed_temperature, cfg.speed_rounds) == (96, 0.9, 2)  # the --small shape
+
+
+def test_roofline_arithmetic_on_known_numbers():
+    # SmolLM2-135M-like decode step: 30 layers, 9 heads (3 KV) of 64, batch 32 at 128 cached tokens, bf16 cache
+    nbytes, flops = bench_speed.decode_step_cost(n_weights=134_000_000, weight_bytes=268_000_000, batch=32, layers=30,
+                                                 heads=9, kv_heads=3, head_dim=64, context=128, act_bytes=2)
+    kv = 32 * 30 * 2 * 3 * 64 * 128 * 2  # keys and values: 94,371,840 bytes
+    assert nbytes == 268_000_000 + kv
+    assert flops == 2 * 32 * 134_000_000 + 4 * 32 * 30 * 9 * 64 * 128  # 8.576 GFLOP + 0.283 GFLOP
+    r = bench_speed.roofline(nbytes, flops, mem_gbs=13.0, tflops=0.75)
+    assert r["memory_s"] == pytest.approx(362_371_840 / 13e9) and r["compute_s"] == pytest.approx(8_859_115_520 / 0.75e12)
+    assert r["bound"] == "memory" and r["limit_s"] == r["memory_s"]  # 27.9 ms vs 11.8 ms
+    r = bench_speed.roofline(nbytes, flops, mem_gbs=13.0, tflops=0.1)  # a slow matmul: compute-bound, 88.6 ms
+    assert r["bound"] == "compute" and r["limit_s"] == pytest.approx(0.0885911552, rel=1e-9)
 
 
 def test_unknown_part_is_an_error(capsys):
@@ -255,6 +286,7 @@ def test_peak_saved_bytes_counts_activations_not_parameters():
     (["--n", "0"], "--n must be >= 1, got 0"),
     (["--m-values", "2,x"], "expected comma-separated integers"),
     (["--dtype", "fp8"], "--dtype must be one of"),
+    (["--speed-n", "0"], "--speed-n must be >= 1, got 0"),
     (["--parts", "update", "--m-values", "32", "--n", "16"], "the update part needs >= 2 --m-values"),
 ])
 def test_bad_arguments_exit_2_with_one_line(argv, says, capsys):

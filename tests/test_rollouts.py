@@ -2,7 +2,8 @@ import pytest
 import torch
 
 from minipods.data import build_prompt
-from minipods.model import folded_copy, tiny_policy
+from minipods.inference import folded_copy
+from minipods.model import tiny_policy
 from minipods.rollouts import InverseCDFSampler, completion_mask_from_ids, generate_rollouts, sample_inverse_cdf
 
 
