@@ -106,6 +106,8 @@ def part_costmodel(ctx, cfg) -> dict:
         torch.manual_seed(cfg.seed)
         ro = generate_rollouts(ctx.model, ctx.tok, [ctx.prompt], k, max_new_tokens=cfg.max_new_tokens, batch_size=k)
         gen.append({"sequences": k, "seconds": ro.seconds, "tokens": ro.num_tokens})
+    if ctx.rollouts is None:  # the last set has n rows: reuse it as the update's fixed set
+        ctx.rollouts = ro
     ro = fixed_rollouts(ctx, cfg)
     update = updater(ctx.model, ro, ctx.device, cfg.micro_batch_size)
     ms = [m for m in cfg.m_values if m <= len(ro)]
