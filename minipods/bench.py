@@ -15,6 +15,7 @@ on them is expensive and memory-bound, so generate n and update on m < n. These 
   cuda     the paper recipe's update on a GPU (Qwen2.5-3B-Instruct 4-bit, LoRA r=64, m=16, 1024-token
            sequences, gradient checkpointing, micro-batch 4, 8-bit AdamW): peak memory, s/update, "fits a
            24 GB card", generation tokens/s (bench_cuda.py); by default on the 3B architecture twin
+  costmodel  rollout s vs sequences generated, update s vs kept: s/step of GRPO, PODS, break-even (costmodel.py)
 
 Memory (memory.py): CUDA's peak allocated bytes, or the peak RSS of a phase on CPU. The CPU numbers of
 the update and logprob parts come from a fresh worker process with the allocator in exact mode
@@ -42,8 +43,8 @@ import torch
 from minipods.bench_speed import SPEED_POSITIVE, SPEED_QUICK, SpeedSettings, with_speed
 from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
 
-PARTS = ("rollout", "update", "logprob", "select", "trl", "cuda")
-MODEL_PARTS = ("rollout", "update", "logprob")  # parts that use the in-process model
+PARTS = ("rollout", "update", "logprob", "select", "trl", "cuda", "costmodel")
+MODEL_PARTS = ("rollout", "update", "logprob", "costmodel")  # parts that use the in-process model
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
@@ -359,6 +360,8 @@ def _part(name: str):
     if name == "cuda":
         from minipods import bench_cuda
         return (lambda ctx, cfg: bench_cuda.part_cuda(cfg)), bench_cuda.rows_cuda
+    if name == "costmodel":  # imported on use: costmodel imports this module
+        return __import__("minipods.costmodel", fromlist=["PART"]).PART  # (part_costmodel, rows_costmodel)
     if name == "select":
         return (lambda ctx, cfg: part_select(cfg.select_sizes, cfg.seed, cfg.quick)), rows_select
     pairs = {"rollout": (part_rollout, rows_rollout), "update": (part_update, rows_update)}  # + their fast-vs-plain
@@ -386,9 +389,9 @@ def validate(cfg: BenchConfig, parts: list[str]) -> None:
     for k in ("m_values", "select_sizes"):
         v = getattr(cfg, k)
         need(bool(v) and min(v) >= 1, f"--{k.replace('_', '-')} must be positive integers, got {v}")
-    if "update" in parts:
+    if "update" in parts or "costmodel" in parts:
         need(len([m for m in cfg.m_values if m <= cfg.n]) >= 2,
-             f"the update part needs >= 2 --m-values <= --n={cfg.n}, got {cfg.m_values}")
+             f"the {'update' if 'update' in parts else 'costmodel'} part needs >= 2 --m-values <= --n={cfg.n}, got {cfg.m_values}")
     if "trl" in parts:
         need((cfg.trl_prompts * cfg.trl_n) % cfg.micro_batch_size == 0,
              "--trl-prompts * --trl-n must be a multiple of --micro-batch-size")

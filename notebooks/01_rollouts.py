@@ -9,6 +9,10 @@
 # %% [markdown]
 # # 01 · Rollouts: sampling *n* completions per prompt
 #
+# **Question.** Why is generating many rollouts per prompt cheap, and what exactly does a batch of rollouts hold?
+#
+# **Time here** (2-core CPU shared with other jobs, 1 thread): full ≈ 4–10 min (estimate, from the README's Contributing section); small ≈ 30–60 s (estimate: the five notebooks take ~3 min together in SMALL mode).
+#
 # PODS (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026) starts from one observation about RL for LLMs with verifiable rewards:
 # every training step has two phases with very different costs.
 #
@@ -228,6 +232,12 @@ plt.tight_layout(); plt.show()
 # * Throughput grows with batch size because decoding is memory-bound. On a GPU the growth is close to
 #   linear over a wide range, which makes a large $n$ cheap — the premise of PODS. On a 2-core CPU it is
 #   far from linear, so extra rollouts are not free here (notebook 05).
+#
+# **On a card.**
+#
+# * One batched `generate` makes all n rollouts of a prompt: left-padded prompts, completions masked after the first EOS.
+# * Temperature sets how different the n rollouts are: the raw material of GRPO's signal.
+# * Batching reads the weights once for many tokens: on a GPU n rollouts cost little more than one; on 2 CPU cores far less so.
 
 # %%
 print(f"notebook ran in {time.perf_counter() - T0:.0f} s ({'SMALL' if SMALL else 'full'} mode)")

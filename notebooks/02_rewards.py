@@ -9,6 +9,10 @@
 # %% [markdown]
 # # 02 · Rewards: answer extraction, correctness, format, and zero-variance groups
 #
+# **Question.** How is a rollout scored, and when does a group of rollouts carry no learning signal?
+#
+# **Time here** (2-core CPU shared with other jobs, 1 thread): full ≈ 4–10 min (estimate, from the README's Contributing section); small ≈ 30–60 s (estimate: the five notebooks take ~3 min together in SMALL mode).
+#
 # PODS trains with GRPO on **verifiable rewards**: a rule checks each rollout, with no learned reward
 # model (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026). `minipods.rewards` scores a completion as
 #
@@ -228,6 +232,12 @@ for p in (0.02, 0.2):
 # small, graded signal. A group's rewards only matter through their differences: equal rewards mean
 # zero advantages and zero gradient. Generating more rollouts per prompt makes informative groups
 # likelier — the inference-side half of PODS.
+#
+# **On a card.**
+#
+# * Reward = 1 if the extracted number equals the gold, + 0.025 per well-placed tag (max 0.1).
+# * Only differences within a group matter: equal rewards → zero advantages → zero gradient.
+# * P(group of n silent) = p^n + (1−p)^n: more rollouts per prompt, fewer silent groups.
 
 # %%
 print(f"notebook ran in {time.perf_counter() - T0:.0f} s ({'SMALL' if SMALL else 'full'} mode)")

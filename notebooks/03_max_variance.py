@@ -9,6 +9,10 @@
 # %% [markdown]
 # # 03 · Max-variance down-sampling: the proof and the algorithm
 #
+# **Question.** Which m of the n rollouts should the update keep, how is the max-variance subset found fast, and how much of the full-n gradient does each rule keep?
+#
+# **Time here** (2-core CPU shared with other jobs, 1 thread): full ≈ 5–8 min (sections 1–7 took 6 s in the last full run; sections 8–9 generate and differentiate 96 SmolLM2 rollouts: estimate); small ≈ 40 s (measured: 37 s on the shared 2-core CPU).
+#
 # PODS keeps $m$ of the $n$ rollouts of each prompt for the update. The paper's rule
 # (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026, Sec. 3) keeps the subset whose rewards have the **largest variance**: GRPO
 # standardises rewards within the kept group, so what it learns from are the *differences* between kept
@@ -280,10 +284,150 @@ print("correctness difference:", [round(v, 3) for v in a_correct.tolist()])
 assert torch.allclose(a_format, a_correct, atol=0.02)
 
 # %% [markdown]
+# ## 8. What each rule keeps of the gradient
+#
+# The paper argues that max-variance keeps the strongest *contrastive* signal. We can measure how much of
+# the full-$n$ update direction each rule keeps. On one fixed pool of $n$ real SmolLM2 rollouts per
+# prompt (synthetic word problems, binary correctness rewards), `minipods.gradients` computes the GRPO
+# gradient of the LoRA weights for
+#
+# * the **full pool**: all $n$ rollouts, advantages standardised over the $n$;
+# * the **$m$-subset each rule keeps**: advantages standardised within the kept $m$ (what `grpo_update`
+#   trains on), for max-variance, max-reward and 200 seeded random draws.
+#
+# With one update epoch the loss is linear in the advantages, so a subset's gradient is
+# $\sum_{i\in S} c_i u_i$, with $u_i$ the gradient of rollout $i$ alone and $c_i = A_i^S / N_S$ (kept
+# advantage over kept tokens). One backward pass per rollout gives the $n \times n$ Gram matrix
+# $K_{ij} = u_i \cdot u_j$, and every subset's cosine and norm then follow from $K$. The tests check
+# this route against the gradient taken directly through `grpo.grpo_loss`. (LoRA's $B$ starts at zero,
+# so this is the gradient of a first update: only $B$ receives one.)
+
+# %%
+from minipods import gradients
+from minipods.data import build_prompt, synthetic_problems
+from minipods.model import load_policy
+from minipods.rewards import score_completions
+from minipods.rollouts import generate_rollouts
+
+P8, N8, NEW8, RANK8 = (2, 6, 40, 8) if SMALL else (6, 16, 96, 16)
+MS8 = [2, 4] if SMALL else [2, 4, 8]
+t8 = time.perf_counter()
+model, tok = load_policy(lora_r=RANK8, lora_alpha=RANK8)  # SmolLM2-135M-Instruct, fp32 on CPU, LoRA
+items = synthetic_problems(P8, seed=3)
+torch.manual_seed(0)
+pool_ro = generate_rollouts(model, tok, [build_prompt(tok, it["question"]) for it in items], N8,
+                            max_new_tokens=NEW8, temperature=0.7, batch_size=16)
+scores = score_completions(pool_ro.texts, [it["gold"] for it in items for _ in range(N8)])
+pool_r = torch.tensor(scores["reward"])                        # (P*n,) correctness (+ format, never used by 135M)
+correct = np.array(scores["correct"]).reshape(P8, N8)        # (P, n) 0/1
+for g in range(P8):
+    print(f"prompt {g}: rewards {pool_r[g * N8:(g + 1) * N8].tolist()}")
+print(f"{P8} x {N8} rollouts in {time.perf_counter() - t8:.0f} s; computing {P8 * N8} per-rollout gradients ...")
+pool = gradients.gradient_pool(model, pool_ro, pool_r)
+res = gradients.compare_rules(pool, MS8, draws=200, seed=0)
+print(f"done in {time.perf_counter() - t8:.0f} s; silent pools (all rewards equal, no gradient at all): "
+      f"{int(res['silent_pool'].sum())} of {P8}")
+for m8 in MS8:
+    print(f"m = {m8}: " + " | ".join(f"{rule} cos {v['cos_mean']:.2f}, norm/full {v['norm_ratio_mean']:.2f}, "
+                                     f"silent {v['silent_frac']:.2f}" for rule, v in res["m"][m8].items()))
+
+# %% [markdown]
+# Cosine per prompt (left: each dot one prompt with a non-silent pool, random as the mean over its draws
+# with the 10–90% range of the draws) and the subset gradient's norm relative to the full pool's (right).
+
+# %%
+live = ~res["silent_pool"]
+colors = {"max_variance": "tab:blue", "max_reward": "tab:red", "random": "tab:grey"}
+fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8))
+for k, rule in enumerate(gradients.RULES):
+    x = np.arange(len(MS8)) + 0.08 * (k - 1)  # small offsets so the rules do not overlap
+    cos_mean = [res["m"][m8][rule]["cos_mean"] for m8 in MS8]
+    a1.plot(x, cos_mean, "o-", color=colors[rule], label=rule)
+    for xm, m8 in zip(x, MS8):
+        a1.scatter([xm] * int(live.sum()), res["m"][m8][rule]["cos"][live], color=colors[rule], s=12, alpha=0.4)
+        if rule == "random" and live.any():
+            d = res["m"][m8]["random"]["cos_draws"][live].ravel()
+            a1.vlines(xm, np.nanpercentile(d, 10), np.nanpercentile(d, 90), color=colors[rule], lw=3, alpha=0.3)
+    a2.plot(x, [res["m"][m8][rule]["norm_ratio_mean"] for m8 in MS8], "o-", color=colors[rule], label=rule)
+for a in (a1, a2):
+    a.set_xticks(range(len(MS8)), MS8); a.set_xlabel(f"m kept of n = {N8}"); a.grid(alpha=0.3); a.legend(fontsize=8)
+a1.set_ylabel("cosine to the full-pool gradient"); a1.set_title("how much of the full-n direction is kept")
+a2.set_ylabel("|subset gradient| / |full-pool gradient|"); a2.set_title("gradient norm")
+plt.tight_layout(); plt.show()
+if not live.any():
+    print("every pool is silent (all rewards equal): no gradient to keep -- rerun with more prompts or rollouts")
+for m8 in MS8:
+    for v in res["m"][m8].values():
+        c = v["cos"][live]
+        assert np.all((c >= -1 - 1e-9) & (c <= 1 + 1e-9))
+    if live.any():  # max-variance never leaves a non-silent pool silent (m >= 2); max-reward can
+        assert res["m"][m8]["max_variance"]["silent_frac"] == 0.0
+
+# %% [markdown]
+# How to read it. The three rules keep the same *number* of rollouts but not the same signal. Max-reward
+# keeps the top $m$: when fewer than $m$ answers are correct it keeps all of them plus wrong ones (much like
+# max-variance), but whenever $m$ or more are correct the kept group is all correct and silent — cosine 0,
+# norm 0. Random subsets keep the full direction *on average*, but any one draw can miss the rare correct
+# answer (the spread of the grey bars). Max-variance keeps the rare correct answers together with wrong
+# ones, so it should keep a large share of the direction with no draw-to-draw luck involved. Norms: a
+# kept group of $m$ balanced rewards gives each rollout an advantage of about $\pm 1$ and divides by the
+# tokens of $m$ rollouts, not $n$, so a non-silent subset's gradient is typically *larger* than the full
+# pool's; a large norm with a low cosine would be a strong push in a different direction. (With a couple
+# of prompts, as in SMALL mode, these are anecdotes; the full run averages over more.)
+#
+# ## 9. When groups go silent
+#
+# A prompt with pass rate $p$ gives a group of $n$ binary rewards that is all wrong with probability
+# $(1-p)^n$ and all right with probability $p^n$: then every advantage is 0 and the prompt contributes
+# nothing. Notebook 02 drew the formula; here we check it against the pool above. For each $n \le N$ we
+# count, exactly, the fraction of the $\binom{N}{n}$ subgroups of each prompt's pool that are all equal
+# (`gradients.observed_silent_fraction`) and compare with $\overline{p^n + (1-p)^n}$ from each prompt's
+# pass rate (`gradients.predicted_silent_fraction`).
+
+# %%
+ns9 = list(range(1, N8 + 1))
+curve = gradients.silent_curve(correct, ns9)
+print("pass rates per prompt:", [round(float(p), 3) for p in curve["pass_rate"]])
+m9 = 4 if N8 >= 4 else 2
+pods_silent = curve["observed"][N8 - 1]  # max-variance keeps unequal rewards whenever the n have any
+grpo_silent = curve["observed"][m9 - 1]
+print(f"silent groups: GRPO n = m = {m9}: {grpo_silent:.2f} | PODS n = {N8} -> m = {m9}: {pods_silent:.2f}")
+for p_row in correct:  # PODS's kept subset is silent exactly when its whole pool is
+    assert (np.ptp(p_row[max_variance(p_row, m9)]) == 0) == (np.ptp(p_row) == 0)
+assert pods_silent <= grpo_silent + 1e-12
+
+fig, ax = plt.subplots(figsize=(7, 3.8))
+ax.plot(ns9, curve["observed"], "o-", label="observed: all-equal subgroups of the pool")
+ax.plot(ns9, curve["predicted"], "s--", label=r"predicted: mean of $p^n + (1-p)^n$")
+for p in (0.05, 0.2, 0.5):
+    ax.plot(ns9, [p ** k + (1 - p) ** k for k in ns9], ":", color="grey", lw=1)
+    ax.annotate(f"p = {p}", (ns9[-1], p ** ns9[-1] + (1 - p) ** ns9[-1]), fontsize=7, color="grey")
+ax.axvline(m9, color="tab:red", lw=0.8); ax.annotate(f"GRPO n = m = {m9}", (m9, 0.05), color="tab:red", fontsize=8)
+ax.set_xlabel("n (rollouts per prompt)"); ax.set_ylabel("fraction of silent groups"); ax.set_ylim(-0.02, 1.02)
+ax.legend(fontsize=8); ax.grid(alpha=0.3); ax.set_title(f"silent groups, {P8} prompts x {N8} rollouts")
+plt.tight_layout(); plt.show()
+
+# %% [markdown]
+# The observed curve falls below the prediction at large $n$ because subgroups are drawn *without*
+# replacement from a finite pool (at $n = N$ only an all-equal pool is silent), and the pass rates are
+# themselves estimated from the same $N$ samples. The lesson holds either way: for a hard prompt
+# ($p = 0.05$) a group of 4 is silent 81% of the time, a group of 16 only 44%. Max-variance keeps a
+# correct and a wrong answer whenever the $n$ generated contain both, so PODS ($n \to m$) is silent only
+# as often as a group of $n$ — it trains on $m$ but *listens* to $n$.
+
+# %% [markdown]
 # **Takeaways.** Exchanging a kept reward for a more extreme one *on the same side of the kept mean*
 # always raises the variance, so the optimum is "$k$ lowest + $m-k$ highest". That turns a
 # $\binom nm$ search into a sort, two prefix sums and an $(m+1)$-way scan — negligible next to
 # generating or training on rollouts. For binary rewards it simply balances correct and incorrect answers.
+#
+# **On a card.**
+#
+# * Max-variance optimum = k lowest + m−k highest rewards: sort + prefix sums, O(n log n), ms for 10⁶.
+# * Binary rewards: it keeps a balanced mix of right and wrong answers.
+# * All-equal kept rewards = a silent group: zero gradient. Max-reward goes silent once m answers are right; max-variance never, if the n differ.
+# * Random keeps the full-n direction only on average (draws vary); max-variance involves no luck.
+# * PODS trains on m but listens to n: silent only when all n agree.
 
 # %%
 print(f"notebook ran in {time.perf_counter() - T0:.0f} s ({'SMALL' if SMALL else 'full'} mode)")

@@ -9,6 +9,10 @@
 # %% [markdown]
 # # 04 · The GRPO update: from kept rollouts to a LoRA step
 #
+# **Question.** What does one GRPO update on the kept rollouts compute, and what does it cost in time and memory as m grows?
+#
+# **Time here** (2-core CPU shared with other jobs, 1 thread): full ≈ 4–10 min (estimate, from the README's Contributing section); small ≈ 30–60 s (estimate: the five notebooks take ~3 min together in SMALL mode).
+#
 # The second, expensive phase of a PODS step (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026): one GRPO update on the $m$ kept
 # rollouts of each prompt. Step by step with `minipods.grpo`: advantages on the kept subset, per-token
 # log-probabilities (chunked vs. naive), the clipped objective, the KL penalty through the *disabled
@@ -336,6 +340,13 @@ plt.tight_layout(); plt.show()
 # on the LoRA weights; the reference policy for the KL costs no memory (adapter off). Quantisation and
 # LoRA shrink the *static* memory (weights, optimizer state), but activations and time still grow with
 # the number of rollouts trained on — the cost PODS bounds by updating on $m < n$.
+#
+# **On a card.**
+#
+# * Advantage = reward standardised within the prompt's kept group.
+# * Loss = clipped ratio × advantage, averaged over all kept tokens; KL reference = the same model, adapter off.
+# * Chunked log-probs never build the (batch × length × vocab) tensor.
+# * Update time grows linearly with m (not n); memory is capped by the micro-batch.
 
 # %%
 print(f"notebook ran in {time.perf_counter() - T0:.0f} s ({'SMALL' if SMALL else 'full'} mode)")

@@ -1,0 +1,141 @@
+"""When PODS pays: a cost model of one training step from measurements on the machine at hand.
+
+Paper (Section 3 and the wall-clock results): PODS generates n rollouts per prompt but updates on
+m < n. It pays when the extra generation costs less than what the better-chosen m rollouts gain.
+Measured here, both phases are close to linear in their size:
+
+    rollout seconds = a_r + b_r * (sequences generated)     update seconds = a_u + b_u * (sequences kept)
+
+so with P prompts per step
+    GRPO (n = m)   T_grpo = rollout(P m) + update(P m)
+    GRPO on all n  T_all  = rollout(P n) + update(P n)
+    PODS (n -> m)  T_pods = rollout(P n) + update(P m)
+
+Break-even. Let `gain` be how many GRPO steps one PODS step is worth (e.g. GRPO's steps to a target
+accuracy / PODS's steps to it; 1 = no better per step). PODS reaches the target sooner in wall-clock
+time iff  gain > T_pods / T_grpo  (its wall-clock speed-up is gain * T_grpo / T_pods), and for a
+given gain the extra rollouts pay up to  n_max = (gain * T_grpo - update(P m) - a_r) / (b_r P).
+
+`python -m minipods.bench --parts costmodel` measures the two lines here (part_costmodel); the
+paper's L40S figures (GRPO n=m=16 at 7.5 s per step, PODS n=64 -> m=16 at 10.1 s per step, the
+figures quoted in issue 14) give the same arithmetic for contrast (`paper_l40s`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from minipods.bench import fit_linear, fmt_s, fmt_x
+
+PAPER_L40S = {"grpo_s": 7.5, "pods_s": 10.1, "n": 64, "m": 16}  # s per step, one L40S, Qwen2.5-3B (issue 14)
+
+
+@dataclass
+class Line:
+    """seconds = a + b * x, fitted by least squares (r2: how well a line explains the points)."""
+    a: float
+    b: float
+    r2: float = 1.0
+
+    def __call__(self, x: float) -> float:
+        return self.a + self.b * x
+
+
+def fit_line(xs, ys) -> Line:
+    slope, intercept, r2 = fit_linear(xs, ys)
+    return Line(intercept, slope, r2)
+
+
+@dataclass
+class CostModel:
+    rollout: Line  # seconds against sequences generated in one step
+    update: Line  # seconds against sequences kept (trained on) in one step
+
+    def step_seconds(self, n: int, m: int, prompts: int = 1) -> dict:
+        """Seconds per step of GRPO (n = m), GRPO on all n, and PODS (n -> m), with their parts."""
+        if not 1 <= m <= n or prompts < 1:
+            raise ValueError(f"need 1 <= m <= n and prompts >= 1, got n={n}, m={m}, prompts={prompts}")
+        gm, gn, um, un = (self.rollout(prompts * m), self.rollout(prompts * n), self.update(prompts * m),
+                          self.update(prompts * n))
+        return {"grpo": gm + um, "grpo_all": gn + un, "pods": gn + um,
+                "parts": {"rollout_m": gm, "rollout_n": gn, "update_m": um, "update_n": un}}
+
+    def break_even(self, n: int, m: int, prompts: int = 1, gain: float | None = None) -> dict:
+        """break_even_gain (= T_pods / T_grpo); with `gain`: pays, speedup, n_max (largest n that still pays)."""
+        t = self.step_seconds(n, m, prompts)
+        out = break_even(t["pods"], t["grpo"], gain)
+        if gain is not None and self.rollout.b > 0:
+            out["n_max"] = (gain * t["grpo"] - t["parts"]["update_m"] - self.rollout.a) / (self.rollout.b * prompts)
+        return out
+
+
+def break_even(pods_s: float, grpo_s: float, gain: float | None = None) -> dict:
+    """PODS pays iff gain (GRPO steps one PODS step is worth) > pods_s / grpo_s."""
+    if pods_s <= 0 or grpo_s <= 0:
+        raise ValueError("step times must be positive")
+    out = {"pods_s": pods_s, "grpo_s": grpo_s, "break_even_gain": pods_s / grpo_s}
+    if gain is not None:
+        out.update(gain=gain, speedup=gain * grpo_s / pods_s, pays=gain > pods_s / grpo_s)
+    return out
+
+
+def paper_l40s(gain: float | None = None) -> dict:
+    """The same arithmetic on the paper's L40S step times."""
+    return {**break_even(PAPER_L40S["pods_s"], PAPER_L40S["grpo_s"], gain), "n": PAPER_L40S["n"],
+            "m": PAPER_L40S["m"]}
+
+
+def implied_gain(speedup: float, pods_s: float, grpo_s: float) -> float:
+    """The per-step gain a wall-clock speed-up implies: speedup * T_pods / T_grpo (e.g. the paper's ~2x)."""
+    return speedup * pods_s / grpo_s
+
+
+# ---------------------------------------------------------------- the bench part
+def part_costmodel(ctx, cfg) -> dict:
+    """Measure rollout seconds for n/4, n/2, n sequences (one batched generate each) and update seconds
+    for the --m-values kept (bench.updater), fit both lines, and price n = --n against m = n/4."""
+    import torch
+
+    from minipods.bench import fixed_rollouts, updater
+    from minipods.rollouts import generate_rollouts
+    n = cfg.n
+    gen_sizes = sorted({max(1, n // 4), max(1, n // 2), n})
+    generate_rollouts(ctx.model, ctx.tok, [ctx.prompt], 2, max_new_tokens=4, batch_size=2)  # warm-up
+    gen = []
+    for k in gen_sizes:
+        torch.manual_seed(cfg.seed)
+        ro = generate_rollouts(ctx.model, ctx.tok, [ctx.prompt], k, max_new_tokens=cfg.max_new_tokens, batch_size=k)
+        gen.append({"sequences": k, "seconds": ro.seconds, "tokens": ro.num_tokens})
+    if ctx.rollouts is None:  # the last set has n rows: reuse it as the update's fixed set
+        ctx.rollouts = ro
+    ro = fixed_rollouts(ctx, cfg)
+    update = updater(ctx.model, ro, ctx.device, cfg.micro_batch_size)
+    ms = [m for m in cfg.m_values if m <= len(ro)]
+    update(ms[0])  # warm-up: optimizer state, lazy kernels
+    upd = [{"sequences": m, "seconds": update(m)[0]} for m in ms]
+    model = CostModel(fit_line([g["sequences"] for g in gen], [g["seconds"] for g in gen]),
+                      fit_line([u["sequences"] for u in upd], [u["seconds"] for u in upd]))
+    m = max(1, n // 4)
+    return {"rollout_points": gen, "update_points": upd, "rollout_fit": vars(model.rollout),
+            "update_fit": vars(model.update), "n": n, "m": m, "step": model.step_seconds(n, m),
+            "here": model.break_even(n, m), "paper": paper_l40s(implied_gain(2.0, PAPER_L40S["pods_s"],
+                                                                              PAPER_L40S["grpo_s"]))}
+
+
+def rows_costmodel(r: dict) -> list[list[str]]:
+    rf, uf, s, n, m = r["rollout_fit"], r["update_fit"], r["step"], r["n"], r["m"]
+    rows = [["costmodel", f"rollout: {g['sequences']} sequences", fmt_s(g["seconds"])] for g in r["rollout_points"]]
+    rows += [["costmodel", f"update: {u['sequences']} kept", fmt_s(u["seconds"])] for u in r["update_points"]]
+    rows += [["costmodel", "fit: rollout s = a + b * generated",
+              f"a={rf['a']:.2f} s, b={rf['b']:.3f} s/seq (R²={rf['r2']:.3f})"],
+             ["costmodel", "fit: update s = a + b * kept", f"a={uf['a']:.2f} s, b={uf['b']:.3f} s/seq (R²={uf['r2']:.3f})"],
+             ["costmodel", f"s/step here: GRPO n=m={m} | GRPO all n={n} | PODS {n}->{m}",
+              f"{fmt_s(s['grpo'])} | {fmt_s(s['grpo_all'])} | {fmt_s(s['pods'])}"],
+             ["costmodel", "here: PODS pays iff gain per step >", fmt_x(r["here"]["break_even_gain"])]]
+    p = r["paper"]
+    rows.append(["costmodel", f"paper L40S: GRPO {p['grpo_s']} s, PODS {p['n']}->{p['m']} {p['pods_s']} s per step",
+                 f"pays iff gain > {fmt_x(p['break_even_gain'])}; its ~2x speed-up implies gain {p['gain']:.2f}"])
+    return rows
+
+
+PART = (part_costmodel, rows_costmodel)  # what bench._part registers as the "costmodel" part

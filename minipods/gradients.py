@@ -1,0 +1,227 @@
+"""What each down-sampling rule keeps of the GRPO gradient, and when groups go silent.
+
+Paper (Section 3): max-variance down-sampling keeps "the strongest contrastive signal" of the n
+rollouts. This module measures that claim on one fixed pool of n scored rollouts per prompt:
+
+  * the policy gradient (LoRA parameters, flattened) of GRPO on the *full pool* (advantages
+    standardised over all n), and of the m-subset each rule keeps (advantages standardised within
+    the kept m, the paper's choice) -- exactly the gradient `grpo.grpo_update` would apply before
+    clipping, with one epoch and beta = 0;
+  * their cosine similarity (how much of the full-n direction a subset keeps) and their norms.
+
+Why a Gram matrix. With one epoch the ratio is 1 and grpo_loss is linear in the advantages:
+    grad L_S = sum_{i in S} c_i u_i,   c_i = A_i^S / N_S,   u_i = grad of grpo_loss(row i, A=1, N=1)
+(u_i = -grad sum_t log p(o_i,t); N_S = completion tokens of S). So one backward pass per rollout
+gives u_i, the n x n Gram matrix K = U U^T of a prompt holds every inner product, and any subset's
+cosine to the full pool is  c_S^T K c_full / sqrt(c_S^T K c_S * c_full^T K c_full)  -- hundreds of
+random draws cost no further backward passes. `subset_gradient` computes the same gradient directly
+through grpo_loss (the tests check that both agree).
+
+Silent groups (Section 3, zero-variance groups): a group whose rewards are all equal has all
+advantages 0 and gives no gradient. With binary rewards and pass rate p, a group of n independent
+samples is silent with probability p^n + (1-p)^n; `observed_silent_fraction` counts, exactly, the
+fraction of size-n subgroups of each prompt's pool that are all equal. Max-variance keeps a subset
+with unequal rewards whenever the n generated have any (m >= 2), so PODS (n -> m) is silent only as
+often as a group of n, not of m: the extra rollouts rescue prompts that n = m leaves silent.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from minipods.downsample import max_reward, max_variance, random_subset
+from minipods.grpo import group_advantages, grpo_loss, token_logprobs
+from minipods.rollouts import Rollouts
+
+RULES = ("max_variance", "max_reward", "random")
+
+
+# ---------------------------------------------------------------- gradients through grpo_loss
+def _params(model) -> list[torch.Tensor]:
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def _flat_grad(model, batch: Rollouts, adv: torch.Tensor, num_tokens: float, temperature: float,
+               chunk_tokens: int) -> torch.Tensor:
+    """(D,) float32 gradient of grpo_loss (one epoch: old_logp = logp, beta 0) w.r.t. the trainable params."""
+    params = _params(model)
+    was_training = model.training
+    model.train()  # as grpo_update does
+    try:
+        logp = token_logprobs(model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
+                              batch.completion_mask, temperature, chunk_tokens)  # (B, C)
+        loss, _ = grpo_loss(logp, logp.detach(), adv, batch.completion_mask.to(logp.device), num_tokens)
+        if not loss.requires_grad:  # no completion token at all: the loss is a constant 0
+            return torch.zeros(sum(p.numel() for p in params))
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+    finally:
+        model.train(was_training)
+    return torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1).float().cpu()
+                      for g, p in zip(grads, params)])
+
+
+def subset_gradient(model, ro: Rollouts, rewards, idx, temperature: float = 1.0,
+                    chunk_tokens: int = 512) -> torch.Tensor:
+    """(D,) the GRPO gradient of the kept rows `idx` of `ro`: advantages standardised within each
+    prompt's kept rows (group_advantages), loss averaged over the kept completion tokens (grpo_loss)."""
+    idx = [int(i) for i in idx]
+    batch = ro.select(idx)
+    adv = group_advantages(torch.as_tensor(rewards, dtype=torch.float32)[idx], batch.group)
+    return _flat_grad(model, batch, adv, max(int(batch.completion_mask.sum()), 1), temperature, chunk_tokens)
+
+
+def rollout_gradients(model, ro: Rollouts, rows, temperature: float = 1.0, chunk_tokens: int = 512) -> torch.Tensor:
+    """(len(rows), D) u_i: the gradient of grpo_loss on row i alone with advantage 1 and num_tokens 1
+    (= -grad of the row's summed log-probs). One backward pass per row."""
+    out = []
+    for i in rows:
+        out.append(_flat_grad(model, ro.select([int(i)]), torch.ones(1), 1.0, temperature, chunk_tokens))
+    return torch.stack(out)
+
+
+# ---------------------------------------------------------------- the pool and its Gram matrices
+@dataclass
+class GradientPool:
+    """One fixed pool: P prompts x n rollouts, with every inner product of their per-rollout gradients."""
+    gram: np.ndarray  # (P, n, n) float64: K[g] = U_g U_g^T for prompt g
+    tokens: np.ndarray  # (P, n) completion tokens per rollout
+    rewards: np.ndarray  # (P, n)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.rewards.shape
+
+
+def gradient_pool(model, ro: Rollouts, rewards, temperature: float = 1.0, chunk_tokens: int = 512,
+                  progress: bool = False) -> GradientPool:
+    """Per-rollout gradients of every row of `ro` (group-major, n per prompt), reduced prompt by prompt
+    to an n x n Gram matrix (only n gradient vectors are held at a time)."""
+    n = ro.n
+    P = len(ro) // n
+    r = np.asarray(torch.as_tensor(rewards, dtype=torch.float64)).reshape(P, n)
+    tokens = ro.completion_mask.sum(1).numpy().reshape(P, n)
+    gram = np.zeros((P, n, n))
+    groups = range(P)
+    if progress:
+        from tqdm.auto import tqdm
+        groups = tqdm(groups, desc="per-rollout gradients", leave=False)
+    for g in groups:
+        U = rollout_gradients(model, ro, range(g * n, (g + 1) * n), temperature, chunk_tokens).double()  # (n, D)
+        gram[g] = (U @ U.T).numpy()
+    return GradientPool(gram, tokens, r)
+
+
+def coefficients(rewards, tokens, idx) -> np.ndarray:
+    """(n,) c with grad L_S = sum_i c_i u_i for the kept indices `idx` of one prompt's n rollouts."""
+    idx = [int(i) for i in idx]
+    r = torch.as_tensor(np.asarray(rewards, dtype=np.float64)[idx], dtype=torch.float32)
+    adv = group_advantages(r, torch.zeros(len(idx), dtype=torch.long)).double().numpy()
+    c = np.zeros(len(rewards))
+    c[idx] = adv / max(float(np.asarray(tokens)[idx].sum()), 1.0)
+    return c
+
+
+def gram_norm(K: np.ndarray, c: np.ndarray) -> float:
+    """|sum_i c_i u_i| from the Gram matrix K."""
+    return math.sqrt(max(float(c @ K @ c), 0.0))
+
+
+def gram_cosine(K: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+    """cos(sum a_i u_i, sum b_i u_i) in [-1, 1]; 0 when only the first is the zero vector (a silent
+    subset keeps none of the direction), nan when the second is (a silent pool has no direction)."""
+    na, nb = gram_norm(K, a), gram_norm(K, b)
+    if nb == 0:
+        return float("nan")
+    if na == 0:
+        return 0.0
+    return float(np.clip((a @ K @ b) / (na * nb), -1.0, 1.0))
+
+
+def rule_subsets(rewards, m: int, rule: str, draws: int = 1, rng=None) -> list[list[int]]:
+    """The subsets a rule keeps: one for the deterministic rules, `draws` for random."""
+    if rule == "max_variance":
+        return [max_variance(rewards, m)]
+    if rule == "max_reward":
+        return [max_reward(rewards, m)]
+    if rule == "random":
+        return [random_subset(rewards, m, rng) for _ in range(draws)]
+    raise ValueError(f"unknown rule {rule!r}; expected one of {RULES}")
+
+
+def compare_rules(pool: GradientPool, ms, rules=RULES, draws: int = 200, seed: int = 0) -> dict:
+    """Cosine to the full-pool gradient and norm of each rule's subset gradient, per prompt and averaged.
+
+    Returns {"full_norm": (P,), "silent_pool": (P,) bool, "m": {m: {rule: {
+        "cos": (P,) (random: mean over draws), "norm": (P,), "cos_draws": (P, draws) (random only),
+        "cos_mean", "norm_mean", "norm_ratio_mean" (norm / full-pool norm), "silent_frac"}}}}.
+    Means are over prompts whose pool is not silent (all-equal pools have no gradient to keep).
+    """
+    P, n = pool.shape
+    full = [coefficients(pool.rewards[g], pool.tokens[g], range(n)) for g in range(P)]
+    full_norm = np.array([gram_norm(pool.gram[g], full[g]) for g in range(P)])
+    live = full_norm > 0
+    out = {"full_norm": full_norm, "silent_pool": ~live, "n": n, "draws": draws, "m": {}}
+    for m in ms:
+        if not 1 <= m <= n:
+            raise ValueError(f"m must be in [1, n={n}], got {m}")
+        out["m"][m] = {}
+        for rule in rules:
+            rng = np.random.default_rng([seed, m])  # the same draws for a given (seed, m)
+            cos, norm, silent, cos_draws = np.full(P, np.nan), np.zeros(P), np.zeros(P), []
+            for g in range(P):
+                subs = rule_subsets(pool.rewards[g], m, rule, draws, rng)
+                cs = [coefficients(pool.rewards[g], pool.tokens[g], s) for s in subs]
+                c_cos = np.array([gram_cosine(pool.gram[g], c, full[g]) for c in cs])
+                c_norm = np.array([gram_norm(pool.gram[g], c) for c in cs])
+                cos[g], norm[g], silent[g] = np.mean(c_cos), np.mean(c_norm), np.mean(c_norm == 0)
+                cos_draws.append(c_cos)
+            res = {"cos": cos, "norm": norm,
+                   "cos_mean": float(np.mean(cos[live])) if live.any() else float("nan"),
+                   "norm_mean": float(np.mean(norm[live])) if live.any() else float("nan"),
+                   "norm_ratio_mean": float(np.mean(norm[live] / full_norm[live])) if live.any() else float("nan"),
+                   "silent_frac": float(np.mean(silent[live])) if live.any() else float("nan")}
+            if rule == "random":
+                res["cos_draws"] = np.array(cos_draws)  # (P, draws)
+            out["m"][m][rule] = res
+    return out
+
+
+# ---------------------------------------------------------------- silent groups
+def predicted_silent_fraction(p, n: int) -> float:
+    """Mean over prompts of p^n + (1-p)^n: the chance that n independent binary rewards with pass
+    rate p are all equal (all wrong or all right), i.e. the group gives GRPO no signal."""
+    p = np.asarray(p, dtype=np.float64)
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if ((p < 0) | (p > 1)).any():
+        raise ValueError("pass rates must be in [0, 1]")
+    return float(np.mean(p ** n + (1 - p) ** n))
+
+
+def observed_silent_fraction(rewards, n: int) -> float:
+    """Mean over prompts of the exact fraction of the C(N, n) size-n subgroups of the prompt's pool of N
+    rewards that are all equal: sum over distinct values v of C(count_v, n) / C(N, n).
+    rewards: (P, N). (Subsampling without replacement: at n = N it is 1 for an all-equal pool, else 0.)"""
+    r = np.asarray(rewards, dtype=np.float64)
+    if r.ndim != 2:
+        raise ValueError(f"rewards must be (prompts, N), got shape {r.shape}")
+    N = r.shape[1]
+    if not 1 <= n <= N:
+        raise ValueError(f"n must be in [1, N={N}], got {n}")
+    fr = [sum(math.comb(int(c), n) for c in np.unique(row, return_counts=True)[1]) / math.comb(N, n) for row in r]
+    return float(np.mean(fr))
+
+
+def silent_curve(correct, ns) -> dict:
+    """Observed vs predicted silent-group fraction for each n in `ns`, from binary (0/1) rewards (P, N);
+    the prediction uses each prompt's pass rate p = mean of its N rewards."""
+    c = np.asarray(correct, dtype=np.float64)
+    if c.ndim != 2 or not np.isin(c, (0.0, 1.0)).all():
+        raise ValueError("correct must be a (prompts, N) array of 0/1 rewards")
+    p = c.mean(1)
+    return {"n": list(ns), "pass_rate": p, "observed": [observed_silent_fraction(c, k) for k in ns],
+            "predicted": [predicted_silent_fraction(p, k) for k in ns]}
