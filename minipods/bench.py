@@ -296,47 +296,6 @@ def rows_logprob(r: dict) -> list[list[str]]:
     return rows
 
 
-# ---------------------------------------------------------------- part 4: selection
-def _time_call(fn, min_time: float, rounds: int) -> float:
-    """Seconds per call: best of `rounds` rounds, each long enough (>= min_time) to time reliably."""
-    t0 = time.perf_counter()
-    fn()
-    one = max(time.perf_counter() - t0, 1e-7)
-    reps = int(min(max(1, min_time / one), 10_000))
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / reps)
-    return best
-
-
-def part_select(sizes: list[int], seed: int = 0, quick: bool = False, m_frac: float = 0.25) -> dict:
-    from minipods.downsample import max_variance
-    rng = np.random.default_rng(seed)
-    secs, ms = [], []
-    for n in sizes:
-        # correctness (0/1) + format bonus (0..0.1), like minipods.rewards.total_reward
-        r = rng.integers(0, 2, n) + 0.025 * rng.integers(0, 5, n)
-        m = max(1, int(n * m_frac))
-        secs.append(_time_call(lambda: max_variance(r, m), min_time=0.02 if quick else 0.1, rounds=2 if quick else 3))
-        ms.append(m)
-    k_all, _ = fit_power_law(sizes, secs)
-    big = [(n, s) for n, s in zip(sizes, secs) if n >= 1024]
-    k_big = fit_power_law(*zip(*big))[0] if len(big) >= 2 else float("nan")
-    return {"sizes": list(sizes), "m": ms, "m_frac": m_frac, "seconds": secs, "exponent": k_all,
-            "exponent_large_n": k_big}
-
-
-def rows_select(r: dict) -> list[list[str]]:
-    rows = [["select", f"max_variance n={n:,}, m={m:,}", fmt_s(s)] for n, m, s in zip(r["sizes"], r["m"], r["seconds"])]
-    rows.append(["select", "growth exponent (log-log slope), all n", f"{r['exponent']:.2f}"])
-    if math.isfinite(r["exponent_large_n"]):
-        rows.append(["select", "growth exponent, n >= 1024", f"{r['exponent_large_n']:.2f}"])
-    return rows
-
-
 # ---------------------------------------------------------------- driver
 NOTES = {
     "rollout": "batched/sequential: one generate call decodes all n sequences per forward pass, so the weights are "
@@ -360,9 +319,11 @@ def _part(name: str):
     if name == "cuda":
         from minipods import bench_cuda
         return (lambda ctx, cfg: bench_cuda.part_cuda(cfg)), bench_cuda.rows_cuda
-    if name == "costmodel":  # imported on use: costmodel imports this module
-        return __import__("minipods.costmodel", fromlist=["PART"]).PART  # (part_costmodel, rows_costmodel)
+    if name == "costmodel":  # imported on use: costmodel and bench_select import this module
+        from minipods import costmodel
+        return costmodel.PART  # (part_costmodel, rows_costmodel)
     if name == "select":
+        from minipods.bench_select import part_select, rows_select
         return (lambda ctx, cfg: part_select(cfg.select_sizes, cfg.seed, cfg.quick)), rows_select
     pairs = {"rollout": (part_rollout, rows_rollout), "update": (part_update, rows_update)}  # + their fast-vs-plain
     return with_speed(name, *pairs[name]) if name in pairs else (part_logprob, rows_logprob)  # half (bench_speed.py)

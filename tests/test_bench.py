@@ -14,7 +14,7 @@ import torch
 
 from minipods import bench, bench_cuda, bench_speed, bench_trl, memory
 from minipods.bench import (
-    BenchConfig, fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, format_table, part_select, run_bench,
+    BenchConfig, fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, format_table, run_bench,
 )
 from minipods.memory import MemoryMeter, run_worker
 from minipods.model import tiny_policy
@@ -74,13 +74,15 @@ def test_memory_meter_sees_an_allocation():
 
 
 def test_part_select_small_n():
+    from minipods.bench_select import part_select, rows_select
+
     r = part_select([16, 256, 4096], seed=0, quick=True)
     assert r["sizes"] == [16, 256, 4096]
     assert r["m"] == [4, 64, 1024]  # m = n / 4
     assert len(r["seconds"]) == 3 and all(s > 0 for s in r["seconds"])
     assert math.isfinite(r["exponent"])
     assert math.isnan(r["exponent_large_n"])  # only one point with n >= 1024
-    rows = bench.rows_select(r)
+    rows = rows_select(r)
     assert rows[0][:2] == ["select", "max_variance n=16, m=4"]
     assert rows[-1][1] == "growth exponent (log-log slope), all n"
 
