@@ -10,7 +10,8 @@ GSM8K test split; the policy is asked to reason and then give its final answer i
 * `synthetic_problems(n, seed)`: seeded GSM8K-style word problems with computed answers, for
   offline demos and as an easier task for tiny models (not part of the paper).
 * `load_task(name, split, ...)`: what the training loop calls; falls back to the synthetic
-  task (loudly) when GSM8K cannot be found.
+  task when GSM8K cannot be found. Either way a synthetic run prints one notice on stderr saying
+  why (`notice=False` for the second split of the same run, so a run prints it once).
 * `build_prompt(tokenizer, question)`: chat template (system + user), plain-text fallback.
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import random
-import warnings
+import sys
 from pathlib import Path
 
 from minipods.rewards import normalize_number
@@ -157,23 +158,29 @@ def synthetic_problems(n: int, seed: int = 0) -> list[dict]:
     return [_synthetic_one(rng) for _ in range(n)]
 
 
-SYNTHETIC_WARNING = (
-    "\n" + "!" * 78 + "\n!! minipods is using the SYNTHETIC word-problem task, NOT GSM8K: {why}\n"
-    "!! Results are not comparable with the paper. Set MINIPODS_GSM8K_DIR to use GSM8K.\n" + "!" * 78
-)
+SYNTHETIC_NOTICE = "minipods: using the SYNTHETIC word-problem task, not GSM8K: {why}. Results are not comparable with the paper."
+WHY_CHOSEN = ("chosen by --data synthetic (the --small preset's task: SmolLM2-135M almost never solves GSM8K, "
+              "so GRPO would see no reward signal)")
+
+
+def print_notice(why: str) -> None:
+    """One line on stderr (not a Python warning: no file:line, not silenced by warning filters)."""
+    print(SYNTHETIC_NOTICE.format(why=why), file=sys.stderr)
 
 
 def load_task(name: str = "gsm8k", split: str = "train", data_dir=None, limit: int | None = None,
-              seed: int = 0, fallback: bool = True) -> tuple[list[dict], str]:
+              seed: int = 0, fallback: bool = True, notice: bool = True) -> tuple[list[dict], str]:
     """Items for training/eval and a description of the source actually used.
 
     `name` is "gsm8k" or "synthetic". With `fallback=True` a missing GSM8K falls back to the
-    synthetic task with a loud warning (so the offline demo still runs).
+    synthetic task (so the offline demo still runs). `notice`: print the one-line synthetic-task
+    notice (why, and for a fallback how to get GSM8K); a caller loading two splits passes it once.
     """
     if name == "synthetic":
         # distinct seeds per split so train and test problems differ
         items = synthetic_problems(limit if limit is not None else 2000, seed=seed + (0 if split == "train" else 10_007))
-        warnings.warn(SYNTHETIC_WARNING.format(why="selected with --data synthetic (the --small preset's default: SmolLM2-135M almost never solves GSM8K)"), stacklevel=2)
+        if notice:
+            print_notice(WHY_CHOSEN)
         return items, "synthetic"
     if name != "gsm8k":
         raise ValueError(f"unknown task {name!r}; expected 'gsm8k' or 'synthetic'")
@@ -182,8 +189,9 @@ def load_task(name: str = "gsm8k", split: str = "train", data_dir=None, limit: i
     except DataNotFoundError as e:
         if not fallback:
             raise
-        warnings.warn(SYNTHETIC_WARNING.format(why=str(e).split(". Hub error")[0]), stacklevel=2)
-        return load_task("synthetic", split, limit=limit, seed=seed)[0], "synthetic (GSM8K not found)"
+        if notice:  # here (and only here) the user can act: say how to get GSM8K
+            print_notice(str(e).split(". Hub error")[0].replace("not found. Provide it", "not found; to use it, provide it"))
+        return load_task("synthetic", split, limit=limit, seed=seed, notice=False)[0], "synthetic (GSM8K not found)"
     src = str(data_dir or os.environ.get(ENV_DIR) or f"hub:{HUB_DATASET[0]}")
     return items, f"gsm8k:{src}"
 

@@ -280,7 +280,7 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
     np.random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     items, source = load_task(cfg.data, "train", cfg.data_dir, seed=cfg.seed)
-    eval_items = load_task(cfg.data, "test", cfg.data_dir, limit=cfg.eval_limit, seed=cfg.seed)[0] \
+    eval_items = load_task(cfg.data, "test", cfg.data_dir, limit=cfg.eval_limit, seed=cfg.seed, notice=False)[0] \
         if cfg.eval_every and cfg.eval_limit else []
 
     device = default_device() if cfg.device == "auto" else cfg.device

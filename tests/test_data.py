@@ -1,6 +1,7 @@
 import json
 import os
 import re
+import warnings
 
 import pytest
 
@@ -90,10 +91,19 @@ def test_synthetic_problems_are_seeded_and_correct():
     assert len({it["question"] for it in a}) > 150
 
 
-def test_load_task_falls_back_loudly(no_gsm8k):
-    with pytest.warns(UserWarning, match="SYNTHETIC"):
+def test_load_task_falls_back_loudly(no_gsm8k, capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a notice, not a Python warning with file:line
         items, src = load_task("gsm8k", "train", limit=10)
+    err = capsys.readouterr().err
     assert src.startswith("synthetic") and len(items) == 10
+    # one line, saying why and how to get GSM8K (here the user can act on it)
+    assert err.count("\n") == 1 and "SYNTHETIC" in err and "GSM8K not found" in err and ENV_DIR in err
+    load_task("synthetic", "train", limit=3)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--data synthetic" in err and ENV_DIR not in err  # chosen: nothing to set
+    load_task("synthetic", "test", limit=3, notice=False)
+    assert capsys.readouterr().err == ""
     with pytest.raises(DataNotFoundError):
         load_task("gsm8k", "train", fallback=False)
     with pytest.raises(ValueError, match="unknown task"):

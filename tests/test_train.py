@@ -64,6 +64,14 @@ def test_train_writes_metrics_config_and_adapter(tmp_path):
         T.train(cfg, *tiny_policy())
 
 
+def test_synthetic_notice_is_printed_once_per_run(tmp_path, capsys, recwarn):
+    run(tiny_cfg(tmp_path, max_steps=1, eval_every=1, eval_limit=2, eval_max_new_tokens=4))
+    err = capsys.readouterr().err
+    assert err.count("SYNTHETIC") == 1 and "--data synthetic" in err  # train and test split: one notice
+    assert "MINIPODS_GSM8K_DIR" not in err  # the task was chosen, not a fallback: nothing to set
+    assert not [w for w in recwarn if "SYNTHETIC" in str(w.message)]
+
+
 def _length_rewards(texts, golds):  # a deterministic reward with spread, for a random tiny model
     r = [(len(t) % 5) / 4 for t in texts]
     return {"reward": r, "correct": [0.0] * len(r), "format": [0.0] * len(r)}
