@@ -5,7 +5,9 @@
 
 Paper (Section 5, Figure 1): the headline number is the time each method needs to reach 99% of
 vanilla GRPO's peak test accuracy (`summarize`: time_to_target_s, speedup). Accuracies carry a
-95% Wilson interval (`wilson_interval`); `summarize(runs)` is a pure function of the metric rows;
+95% Wilson interval (`wilson_interval`); two accuracies on the same questions (the first and last
+evaluation of a run, two arms of one seed) are compared with `paired_difference` (exact McNemar
+interval); `summarize(runs)` is a pure function of the metric rows;
 `write_summary` writes summary.md / summary.csv. minipods.plots draws from these.
 """
 
@@ -285,3 +287,64 @@ def wilson_interval(k: float, n: int, z: float = 1.96) -> tuple[float, float]:
     c = (p + z * z / (2 * n)) / d
     h = z * math.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) / d
     return (max(0.0, c - h), min(1.0, c + h))
+
+
+def _binom_tail(k: int, n: int, p: float, upper: bool) -> float:
+    """P(X >= k) (upper) or P(X <= k) for X ~ Binomial(n, p), summed in log space (no overflow)."""
+    if p <= 0.0:
+        return 1.0 if (k <= 0 if upper else True) else 0.0
+    if p >= 1.0:
+        return 1.0 if (True if upper else k >= n) else 0.0
+    js = range(k, n + 1) if upper else range(0, k + 1)
+    lp, lq = math.log(p), math.log1p(-p)
+    return sum(math.exp(math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1) + j * lp + (n - j) * lq)
+               for j in js)
+
+
+def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) 1-alpha interval for a binomial proportion k/n, by bisection on the
+    binomial tails: lo solves P(X >= k | lo) = alpha/2, hi solves P(X <= k | hi) = alpha/2."""
+    if n == 0:
+        return (0.0, 1.0)
+
+    def solve(f):  # f is increasing in p; the p where f(p) = alpha/2
+        a, b = 0.0, 1.0
+        for _ in range(60):
+            mid = (a + b) / 2
+            a, b = (mid, b) if f(mid) < alpha / 2 else (a, mid)
+        return (a + b) / 2
+    lo = 0.0 if k == 0 else solve(lambda p: _binom_tail(k, n, p, upper=True))
+    # P(X <= k | p) falls as p grows; alpha - it rises and equals alpha/2 where the tail is alpha/2
+    hi = 1.0 if k == n else solve(lambda p: alpha - _binom_tail(k, n, p, upper=False))
+    return (lo, hi)
+
+
+def paired_difference(correct_a: list, correct_b: list, alpha: float = 0.05) -> dict:
+    """Accuracy of b minus accuracy of a on the same questions, with an exact McNemar interval.
+
+    correct_a, correct_b: 0/1 per question, in the same question order. Only the discordant
+    questions carry information about the difference: b_only (b right, a wrong) and a_only. Given
+    d = a_only + b_only, b_only ~ Binomial(d, pi), and diff = d (2 pi - 1) / N; the Clopper-Pearson
+    interval for pi maps to the interval for diff (exact, conditional on d; no resampling, so the
+    same inputs always give the same interval). Returns n, acc_a, acc_b, diff, ci95 (lo, hi), a_only,
+    b_only. Paired because both evaluations see the same questions: per-question noise cancels, so
+    this interval is much narrower than two independent Wilson intervals would suggest.
+    """
+    if len(correct_a) != len(correct_b):
+        raise ValueError(f"paired_difference needs the same questions: {len(correct_a)} vs {len(correct_b)} results")
+    if any(float(x) not in (0.0, 1.0) for x in list(correct_a) + list(correct_b)):
+        raise ValueError("paired_difference needs 0/1 correctness per question")
+    a, b = [int(x) for x in correct_a], [int(x) for x in correct_b]
+    n = len(a)
+    a_only = sum(x == 1 and y == 0 for x, y in zip(a, b))
+    b_only = sum(x == 0 and y == 1 for x, y in zip(a, b))
+    d = a_only + b_only
+    if n == 0:
+        return {"n": 0, "acc_a": None, "acc_b": None, "diff": None, "ci95": (None, None), "a_only": 0, "b_only": 0}
+    if d == 0:
+        lo = hi = 0.0
+    else:
+        plo, phi = clopper_pearson(b_only, d, alpha)
+        lo, hi = d * (2 * plo - 1) / n, d * (2 * phi - 1) / n
+    return {"n": n, "acc_a": sum(a) / n, "acc_b": sum(b) / n, "diff": (b_only - a_only) / n, "ci95": (lo, hi),
+            "a_only": a_only, "b_only": b_only}
