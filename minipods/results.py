@@ -61,6 +61,51 @@ def read_config(run_dir: str | Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
+EVAL_DIR = "eval"  # OUTPUT_DIR/eval/step_{step:05d}.jsonl: one row per question of each evaluation
+
+
+def eval_path(run_dir: str | Path, step: int) -> Path:
+    return Path(run_dir) / EVAL_DIR / f"step_{step:05d}.jsonl"
+
+
+def eval_steps(run_dir: str | Path) -> list[int]:
+    """Steps that have a per-question evaluation file, ascending."""
+    d = Path(run_dir) / EVAL_DIR
+    if not d.is_dir():
+        return []
+    return sorted(int(p.stem[5:]) for p in d.glob("step_*.jsonl") if p.stem[5:].isdigit())
+
+
+def read_eval(run_dir: str | Path, step: int) -> list[dict]:
+    """The per-question rows ({index, gold, pred, correct}) of the evaluation after `step`."""
+    return read_log(eval_path(run_dir, step), drop_torn_tail=False)
+
+
+def paired_evals(rows_a: list[dict], rows_b: list[dict]) -> dict:
+    """`paired_difference` of two per-question evaluations (b minus a), matched by question index;
+    questions that only one of them has are left out (n says how many were paired)."""
+    b = {r["index"]: r for r in rows_b}
+    both = [(r["correct"], b[r["index"]]["correct"]) for r in rows_a if r["index"] in b]
+    return paired_difference([x for x, _ in both], [y for _, y in both])
+
+
+def learning_change(run_dir: str | Path) -> dict | None:
+    """First (step 0) vs. last evaluation of a run on the same questions: paired_difference plus
+    first_step/last_step; None with fewer than two evaluation files."""
+    steps = eval_steps(run_dir)
+    if len(steps) < 2:
+        return None
+    res = paired_evals(read_eval(run_dir, steps[0]), read_eval(run_dir, steps[-1]))
+    return {**res, "first_step": steps[0], "last_step": steps[-1]}
+
+
+def format_change(ch: dict) -> str:
+    """`eval accuracy A% -> B% (+D points, paired 95% CI [lo, hi], N questions)`, in points."""
+    lo, hi = ch["ci95"]
+    return (f"eval accuracy {100 * ch['acc_a']:.1f}% -> {100 * ch['acc_b']:.1f}% ({100 * ch['diff']:+.1f} points, "
+            f"paired 95% CI [{100 * lo:+.1f}, {100 * hi:+.1f}], {ch['n']} questions)")
+
+
 def is_run_dir(p: Path) -> bool:
     return (p / "metrics.jsonl").is_file()
 

@@ -14,8 +14,11 @@ The paper's single-GPU recipe is `--preset paper`; `--preset consumer` scales it
 offline, for measuring only.
 
 Outputs in OUTPUT_DIR: metrics.jsonl (one row per step; evaluation rows add eval_accuracy),
-config.json (every setting and the data source used), checkpoint/ (LoRA adapter, optimizer, RNG
-states, step; written atomically every `save_every` steps and on Ctrl-C), adapter/ (final).
+eval/step_NNNNN.jsonl (one row per held-out question of each evaluation: index, gold, pred, correct),
+learning_curve.png (reward, accuracy, completion length per step), config.json (every setting and the data source used), checkpoint/ (LoRA adapter, optimizer, RNG
+states, step; written atomically every `save_every` steps and on Ctrl-C), adapter/ (final). The
+last line printed compares the first and the last evaluation on the same questions, with a paired
+95% interval (minipods.results.paired_difference).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from minipods.downsample import RULES, downsample
 from minipods.grpo import group_advantages, grpo_update
 from minipods.memory import peak_mb
 from minipods.model import DEFAULT_MODEL, ModelNotFoundError, default_device, load_policy
+from minipods.results import eval_path, eval_steps, format_change, learning_change
 from minipods.rewards import is_full_format, score_completions
 from minipods.rollouts import generate_rollouts
 
@@ -253,10 +257,14 @@ def make_optimizer(model, cfg: TrainConfig, device: str):
     return torch.optim.AdamW(params, **kw)
 
 
-def _evaluate(model, tok, eval_items, cfg) -> dict:
-    from minipods.evaluate import evaluate_items
+def _evaluate(model, tok, eval_items, cfg, out: Path, step: int) -> dict:
+    """Greedy accuracy on the held-out questions; one row per question to eval/step_{step:05d}.jsonl
+    (atomic: a kill leaves the whole file or none; a resumed step rewrites it)."""
+    from minipods.evaluate import evaluate_items, write_rows
     res = evaluate_items(model, tok, eval_items, max_new_tokens=cfg.eval_max_new_tokens or cfg.max_new_tokens,
                          batch_size=cfg.eval_batch_size, max_prompt_tokens=cfg.max_prompt_tokens)
+    write_rows(eval_path(out, step), [{"index": i, "gold": r["gold"], "pred": r["extracted"][0],
+                                       "correct": int(r["correct"])} for i, r in enumerate(res["rows"])])
     return {"eval_accuracy": res["accuracy"], "eval_format_rate": res["format_rate"], "eval_s": res["seconds"],
             "eval_n": res["n"]}
 
@@ -304,11 +312,14 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
         ckpt_io.write_atomic(metrics_path, "".join(json.dumps(r) + "\n" for r in rows))
     else:
         ckpt_io.write_atomic(metrics_path, "")
+    for k in eval_steps(out):  # evaluations after the checkpoint run again with their steps
+        if k > start:
+            eval_path(out, k).unlink()
     ckpt_io.write_atomic(out / "config.json", json.dumps({**asdict(cfg), "device": device, "data_source": source,
                                                           "num_train_items": len(items)}, indent=1))
 
     if eval_items and start == 0:
-        ckpt_io.append_row(metrics_path, {"step": 0, "elapsed_s": 0.0, **_evaluate(model, tokenizer, eval_items, cfg)})
+        ckpt_io.append_row(metrics_path, {"step": 0, "elapsed_s": 0.0, **_evaluate(model, tokenizer, eval_items, cfg, out, 0)})
 
     def save(step):
         ckpt_io.save_checkpoint(out, model, optimizer, {"step": step, "elapsed_s": elapsed,
@@ -329,7 +340,7 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
                 row.update(elapsed_s=elapsed, nonfinite_skips=skipped_total, peak_mem_mb=peak_mb(device))
                 final = step >= cfg.max_steps or (cfg.budget_s and elapsed >= cfg.budget_s)
                 if eval_items and (step % cfg.eval_every == 0 or final):
-                    row.update(_evaluate(model, tokenizer, eval_items, cfg))
+                    row.update(_evaluate(model, tokenizer, eval_items, cfg, out, step))
                 ckpt_io.append_row(metrics_path, row)
                 if step % cfg.save_every == 0 or final:
                     save(step)
@@ -350,7 +361,18 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
         if bar is not None:
             bar.close()
     model.save_pretrained(out / "adapter")
+    report_learning(out)
     return out
+
+
+def report_learning(out: Path) -> None:
+    """The run's last words: first vs. last evaluation on the same questions (one line, paired
+    interval) and learning_curve.png (reward, accuracy, completion length per step)."""
+    from minipods.plots import plot_learning_curve
+    plot_learning_curve(out, out / "learning_curve.png")
+    change = learning_change(out)
+    if change is not None:
+        print(format_change(change))
 
 
 # ---------------------------------------------------------------- CLI

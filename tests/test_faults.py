@@ -24,7 +24,7 @@ from minipods import checkpoint as ck
 from minipods import compare
 from minipods.grpo import group_advantages
 from minipods.model import tiny_policy
-from minipods.results import RunError, read_log, read_rows
+from minipods.results import RunError, eval_steps, read_eval, read_log, read_rows
 
 TIMING = {"rollout_s", "update_s", "step_s", "elapsed_s", "tokens_per_s", "peak_mem_mb", "eval_s"}
 
@@ -97,6 +97,9 @@ def test_seeded_kills_anywhere_then_resume_equal_an_uninterrupted_run(tmp_path, 
         ck.FAULT_HOOK = None
         model = run(tiny_cfg(out, resume=True))
         assert strip(read_rows(out)) == strip(full), kind
+        # one per-question file per evaluation, each whole and equal to the uninterrupted run's
+        assert eval_steps(out) == eval_steps(tmp_path / "full") == [0, 2, 4, 5], kind
+        assert all(read_eval(out, k) == read_eval(tmp_path / "full", k) for k in (0, 2, 4, 5)), kind
         got, want = adapter_of(model), adapter_of(full_model)
         assert all(torch.equal(got[n], want[n]) for n in want), kind
         assert json.loads((out / "checkpoint" / "state.json").read_text())["step"] == 5
@@ -146,6 +149,7 @@ def test_no_whole_checkpoint_exits_2_with_one_line(tmp_path, capsys):
     run(tiny_cfg(out, max_steps=1, eval_every=0))
     p = out / "checkpoint" / "trainer.pt"
     p.write_bytes(p.read_bytes()[:100])
+    capsys.readouterr()  # the first run's output (its synthetic-task notice)
     rc = T.main(["--resume", "--output-dir", str(out), "--data", "synthetic", "--no-progress"])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and err.count("\n") == 0, err

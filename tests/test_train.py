@@ -1,6 +1,7 @@
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -62,6 +63,37 @@ def test_train_writes_metrics_config_and_adapter(tmp_path):
     assert json.loads((tmp_path / "a" / "checkpoint" / "state.json").read_text())["step"] == 3
     with pytest.raises(ValueError, match="already holds a run"):
         T.train(cfg, *tiny_policy())
+
+
+def test_every_evaluation_writes_question_rows_and_the_run_ends_with_a_paired_line(tmp_path, capsys):
+    from minipods.data import load_task
+    from minipods.results import eval_steps, paired_difference, read_eval
+
+    cfg = tiny_cfg(tmp_path, max_steps=3, eval_every=2, eval_limit=5, eval_max_new_tokens=6)
+    run(cfg)
+    assert eval_steps(tmp_path) == [0, 2, 3]
+    assert sorted(p.name for p in (tmp_path / "eval").iterdir()) == \
+        ["step_00000.jsonl", "step_00002.jsonl", "step_00003.jsonl"]
+    golds = [it["gold"] for it in load_task("synthetic", "test", limit=5, seed=0, notice=False)[0]]
+    metrics = {r["step"]: r for r in rows(tmp_path) if "eval_accuracy" in r}
+    for step in (0, 2, 3):
+        ev = read_eval(tmp_path, step)
+        assert [set(r) for r in ev] == [{"index", "gold", "pred", "correct"}] * 5
+        assert [r["index"] for r in ev] == list(range(5)) and [r["gold"] for r in ev] == golds
+        assert all(r["correct"] in (0, 1) and r["correct"] == int(r["pred"] == r["gold"]) for r in ev)
+        assert metrics[step]["eval_accuracy"] == pytest.approx(sum(r["correct"] for r in ev) / 5)
+    out = capsys.readouterr().out.strip().splitlines()
+    m = re.fullmatch(r"eval accuracy (\d+\.\d)% -> (\d+\.\d)% \(([+-]\d+\.\d) points, paired 95% CI "
+                     r"\[([+-]\d+\.\d), ([+-]\d+\.\d)\], (\d+) questions\)", out[-1])
+    assert m, out[-1]
+    first, last = read_eval(tmp_path, 0), read_eval(tmp_path, 3)
+    want = paired_difference([r["correct"] for r in first], [r["correct"] for r in last])
+    a, b, d, lo, hi, n = (float(x) for x in m.groups())
+    assert (a, b, d, n) == (round(100 * want["acc_a"], 1), round(100 * want["acc_b"], 1),
+                            round(100 * want["diff"], 1), 5)
+    assert lo <= d <= hi and (lo, hi) == (round(100 * want["ci95"][0], 1), round(100 * want["ci95"][1], 1))
+    png = (tmp_path / "learning_curve.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000
 
 
 def test_synthetic_notice_is_printed_once_per_run(tmp_path, capsys, recwarn):
