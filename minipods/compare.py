@@ -9,13 +9,16 @@ while the update is memory- and time-bound in the number of rollouts it trains o
     python -m minipods.compare --preset paper --budget-s 36000 ...        # the paper's arms
     python -m minipods.compare --small --arms grpo,pods_max_variance,pods_random,pods_max_reward
     python -m minipods.compare --small --sweep n=4,8,16                   # PODS for several n, m fixed
+    python -m minipods.compare --small --seeds 0,1,2                      # every arm once per seed
 
 Each arm is a normal `minipods.train` run in OUTPUT_DIR/ARM (metrics.jsonl, config.json, adapter/,
 checkpoint/), started from a freshly loaded model (arms never share trained weights), with the same
 seed, so the same questions in the same order. A finished arm gets a DONE marker and is skipped when
 the command is run again; an interrupted one resumes from its checkpoint. The figures and
 summary.md/summary.csv (see minipods.plots) are written to OUTPUT_DIR and can be redrawn with
-`python -m minipods.plots OUTPUT_DIR`.
+`python -m minipods.plots OUTPUT_DIR`. With `--seeds 0,1,2` each seed is such a comparison in
+OUTPUT_DIR/seed{s}/ (its arms share that seed's questions and order), and OUTPUT_DIR gets the summary
+across seeds (mean and 95% interval; paired difference of pods_max_variance against each arm).
 """
 
 from __future__ import annotations
@@ -40,11 +43,15 @@ from minipods.train import PRESETS, TrainConfig, make_config
 # Arm name -> the settings that define it (everything else is shared by all arms).
 ARMS: dict[str, dict] = {
     "grpo": dict(method="grpo"),  # vanilla GRPO: update on all rollouts, n = m
+    # GRPO updating on all n rollouts PODS generates (n = m = PODS's n): same inference as PODS, the
+    # update PODS avoids; the regime where down-sampling saves update time
+    "grpo_same_n": dict(method="grpo"),
     "pods_max_variance": dict(method="pods", rule="max_variance"),  # the paper's PODS
     "pods_random": dict(method="pods", rule="random"),
     "pods_max_reward": dict(method="pods", rule="max_reward"),
 }
 DEFAULT_ARMS = ("grpo", "pods_max_variance")
+SMALL_ARMS = ("grpo", "grpo_same_n", "pods_max_variance")  # --small's default arms
 DONE = "DONE"  # marker file in a finished arm's folder
 SMALL_EVAL_EVERY = 4  # --small: evaluate every 4 steps (5 points over the preset's 16 steps)
 UNBOUNDED_STEPS = 1_000_000  # --budget-s without --max-steps: the budget is the only limit
@@ -98,16 +105,16 @@ def _shared_overrides(preset: str | None, overrides: dict) -> dict:
     return ov
 
 
-def arm_configs(arms=DEFAULT_ARMS, preset: str | None = None, output_dir: str | Path = "runs/compare",
+def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "runs/compare",
                 sweep: tuple[str, list[int]] | None = None, **overrides) -> dict[str, TrainConfig]:
     """Arm name -> its TrainConfig (validated). GRPO arms use n = m = the shared m (so GRPO and PODS
-    update on the same number of rollouts); PODS arms use the shared n and m; sweep arms are PODS
+    update on the same number of rollouts), grpo_same_n uses n = m = the shared n; PODS arms use the shared n and m; sweep arms are PODS
     (max_variance) with the swept n (or m) and the other one shared."""
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
     ov = _shared_overrides(preset, overrides)
     out = Path(output_dir)
-    names = parse_arms(arms)
+    names = parse_arms(arms if arms is not None else (SMALL_ARMS if preset == "small" else DEFAULT_ARMS))
     cfgs: dict[str, TrainConfig] = {}
 
     def make(name, **kw):  # make_config validates; say which arm a bad setting breaks
@@ -116,9 +123,12 @@ def arm_configs(arms=DEFAULT_ARMS, preset: str | None = None, output_dir: str | 
         except ValueError as e:
             raise ValueError(f"arm {name}: {e}") from None
 
+    pods_n = ov.get("n", (PRESETS[preset] if preset else {}).get("n", TrainConfig.n))
     for name in names:
         arm_ov = dict(ov)
-        if ARMS[name]["method"] == "grpo":
+        if name == "grpo_same_n":
+            arm_ov["n"] = arm_ov["m"] = pods_n  # n = m = the n PODS generates
+        elif ARMS[name]["method"] == "grpo":
             arm_ov.pop("n", None)  # n = m: make_config takes the (shared) m
         cfgs[name] = make(name, **arm_ov, **ARMS[name])
     if sweep is not None:
@@ -146,11 +156,33 @@ def arm_status(cfg: TrainConfig) -> str:
     return "new"
 
 
-def run_comparison(output_dir: str | Path = "runs/compare", arms=DEFAULT_ARMS, preset: str | None = None,
+def parse_seeds(spec: str | list[int]) -> list[int]:
+    """'0,1,2' -> [0, 1, 2] (distinct, in the given order)."""
+    try:
+        seeds = [int(x) for x in spec.split(",") if x.strip()] if isinstance(spec, str) else [int(x) for x in spec]
+    except ValueError:
+        raise ValueError(f"--seeds must be comma-separated integers, got {spec!r}") from None
+    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise ValueError(f"--seeds needs distinct non-negative integers, got {spec!r}")
+    return seeds
+
+
+def seed_configs(arms, preset, out: Path, sweep, seeds: list[int] | None, overrides: dict) -> dict:
+    """Seed (None: a single-seed comparison, arms in OUTPUT_DIR/ARM) -> arm -> TrainConfig; with
+    seeds, arms in OUTPUT_DIR/seed{s}/ARM, trained with seed s (data order, sampling, eval questions)."""
+    if seeds is None:
+        return {None: arm_configs(arms, preset, out, sweep, **overrides)}
+    if overrides.get("seed") is not None:
+        raise ValueError("give either --seed or --seeds, not both")
+    return {s: arm_configs(arms, preset, out / f"seed{s}", sweep, **overrides, seed=s) for s in seeds}
+
+
+def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: str | None = None,
                    sweep: tuple[str, list[int]] | str | None = None,
                    model_factory: Callable[[TrainConfig], tuple] | None = None, log: Callable = print,
-                   **overrides) -> Path:
-    """Run (or resume) every arm, then write the figures and summary into `output_dir`.
+                   seeds: list[int] | str | None = None, **overrides) -> Path:
+    """Run (or resume) every arm (once per seed with `seeds`), then write the figures and summary
+    into `output_dir`. arms=None: SMALL_ARMS for the small preset, else DEFAULT_ARMS.
 
     model_factory(cfg) -> (model, tokenizer): called once per arm for a fresh model (e.g. the tiny
     test model); default: each arm loads cfg.model itself. overrides: any TrainConfig field shared
@@ -158,18 +190,34 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=DEFAULT_ARMS, p
     """
     if isinstance(sweep, str):
         sweep = parse_sweep(sweep)
+    if arms is None:
+        arms = SMALL_ARMS if preset == "small" else DEFAULT_ARMS
+    seeds = parse_seeds(seeds) if seeds is not None else None
     out = Path(output_dir)
-    cfgs = arm_configs(arms, preset, out, sweep, **overrides)
+    per_seed = seed_configs(arms, preset, out, sweep, seeds, overrides)
     # refuse before any work if a saved arm was run with other settings
-    for name, cfg in cfgs.items():
-        saved = results.read_config(cfg.output_dir)
-        diff = config_mismatch(cfg, saved) if arm_status(cfg) != "new" else []
-        if diff:
-            raise ValueError(f"{cfg.output_dir} holds a run with different settings ({', '.join(diff)}); "
-                             "use another --output-dir (or delete that arm's folder)")
+    for cfgs in per_seed.values():
+        for name, cfg in cfgs.items():
+            saved = results.read_config(cfg.output_dir)
+            diff = config_mismatch(cfg, saved) if arm_status(cfg) != "new" else []
+            if diff:
+                raise ValueError(f"{cfg.output_dir} holds a run with different settings ({', '.join(diff)}); "
+                                 "use another --output-dir (or delete that arm's folder)")
     prepare_output_dir(out)
     with RunLock(out):  # one comparison process per folder (each arm also locks its own folder)
-        return _run_arms(out, cfgs, preset, sweep, model_factory, log, overrides)
+        if seeds is None:
+            return _run_arms(out, per_seed[None], preset, sweep, model_factory, log, overrides)
+        meta = {"seeds": seeds, "arms": list(per_seed[seeds[0]]), "preset": preset,
+                "baseline": results.BASELINE if "grpo" in per_seed[seeds[0]] else None,
+                "overrides": {k: v for k, v in overrides.items() if v is not None}}
+        write_atomic(out / results.COMPARISON_FILE, json.dumps(meta, indent=1))
+        for s in seeds:
+            log(f"== seed {s} ==")
+            prepare_output_dir(out / f"seed{s}")
+            _run_arms(out / f"seed{s}", per_seed[s], preset, sweep, model_factory, log, {**overrides, "seed": s})
+        for p in plots.make_seeds(out, meta).values():
+            log(f"wrote {p}")
+        return out
 
 
 def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_factory, log, overrides) -> Path:
@@ -222,7 +270,9 @@ def build_parser():
                         "train's defaults)")
     p.add_argument("--arms", default=None,
                    help=f"comma-separated, from {','.join(ARMS)} (default: {','.join(DEFAULT_ARMS)}; "
-                        "with --sweep: none)")
+                        f"--small: {','.join(SMALL_ARMS)}; with --sweep: none)")
+    p.add_argument("--seeds", default=None, help="run every arm once per seed, e.g. 0,1,2 (folders seed{s}/ARM; "
+                                                 "summary: mean and 95%% interval across seeds)")
     p.add_argument("--sweep", default=None, help="also run PODS (max_variance) for several n with m fixed, e.g. "
                                                  "n=8,16,32 (or m=2,4,8 with n fixed)")
     cli.add_dataclass_args(p, TrainConfig, skip=_PER_ARM, default_label="train default")
@@ -238,12 +288,14 @@ def main(argv=None) -> int:
         preset = args.preset or ("small" if args.small else None)
         shared = cli.overrides(args, TrainConfig, skip=_PER_ARM)
         sweep = parse_sweep(args.sweep) if args.sweep else None
-        arms = parse_arms(args.arms) if args.arms is not None else ([] if sweep else list(DEFAULT_ARMS))
-        cfgs = arm_configs(arms, preset, args.output_dir, sweep, **shared)  # validate before any work
-        model = next(iter(cfgs.values())).model
+        arms = parse_arms(args.arms) if args.arms is not None else \
+            ([] if sweep else list(SMALL_ARMS if preset == "small" else DEFAULT_ARMS))
+        seeds = parse_seeds(args.seeds) if args.seeds is not None else None
+        cfgs = next(iter(seed_configs(arms, preset, Path(args.output_dir), sweep, seeds, shared).values()))
+        model = next(iter(cfgs.values())).model  # (all of it validated above, before any work)
         if model != DEFAULT_MODEL:
             resolve_model(model)  # a missing path fails here, before any work
-        out = run_comparison(args.output_dir, arms, preset, sweep, **shared)
+        out = run_comparison(args.output_dir, arms, preset, sweep, seeds=seeds, **shared)
     except KeyboardInterrupt:
         print(f"\n{prog}: interrupted; run the same command again to resume the unfinished arm(s).",
               file=sys.stderr)

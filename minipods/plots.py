@@ -10,7 +10,11 @@ Reads each run's metrics.jsonl (+ config.json) and writes, into the comparison f
   time_breakdown.png      mean seconds per step split into rollout (inference) and update, and peak memory;
   sweep_accuracy_vs_n.png accuracy at a fixed time against n (only for a `compare --sweep` folder);
   summary.md, summary.csv per arm: peak accuracy, time to reach 99% of GRPO's peak and the speedup
-                          (the paper's definition), mean step/rollout/update seconds, zero-variance groups.
+                          (the paper's definition), mean step/rollout/update seconds, zero-variance groups,
+                          and the paired difference of pods_max_variance against each arm (same questions).
+A `compare --seeds` folder (seed{s}/{arm}) gets, at its top, summary.md/.csv with the mean and 95% interval
+across seeds and accuracy_vs_time.png with each seed thin and the mean bold (`make_seeds`); each seed{s}/
+folder holds that seed's figures. A finished run also has its own learning_curve.png (`plot_learning_curve`).
 
 Nothing here needs torch, a model or a re-run; the numbers come from minipods.results, this module only
 draws. Figures are drawn on matplotlib's Agg canvas directly (no pyplot, no global backend change).
@@ -18,13 +22,15 @@ draws. Figures are drawn on matplotlib's Agg canvas directly (no pyplot, no glob
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from pathlib import Path
 
 from minipods.cli import Parser, fail
-from minipods.results import (BASELINE, TARGET_FRAC, eval_points, find_runs, pick_baseline, read_config,
-                              read_rows, summarize, sweep_points, training_rows, wilson_interval, write_summary)
+from minipods.results import (BASELINE, COMPARISON_FILE, TARGET_FRAC, eval_points, find_runs, paired_against,
+                              pick_baseline, read_config, read_rows, summarize, summarize_seeds, sweep_points,
+                              training_rows, wilson_interval, write_seed_summary, write_summary)
 
 FIGURES = ("accuracy_vs_time.png", "reward_vs_step.png", "time_breakdown.png")
 SWEEP_FIGURE = "sweep_accuracy_vs_n.png"
@@ -248,7 +254,8 @@ def make_all(run_dirs: dict[str, Path], out_dir: str | Path, meta: dict | None =
     paths["time_breakdown.png"] = out_dir / "time_breakdown.png"
     plot_time_breakdown(runs, paths["time_breakdown.png"], configs)
     summary = summarize(runs, base)
-    paths["summary.md"], paths["summary.csv"] = write_summary(summary, out_dir, configs, base)
+    paths["summary.md"], paths["summary.csv"] = write_summary(summary, out_dir, configs, base,
+                                                              paired=paired_against({0: dict(run_dirs)}))
     if sweep:
         arms = [a for a in sweep.get("arms", []) if a in runs]
         param = sweep.get("param", "n")
@@ -262,6 +269,51 @@ def make_all(run_dirs: dict[str, Path], out_dir: str | Path, meta: dict | None =
     return paths
 
 
+def plot_accuracy_seeds(per_seed: dict[int, dict[str, list[dict]]], path: str | Path,
+                        configs: dict[str, dict] | None = None):
+    """Test accuracy vs. training seconds: each seed thin, the mean over seeds bold (the k-th
+    evaluation of every seed averaged, at the seeds' mean time of it), one colour per arm."""
+    configs = configs or {}
+    arms = list(dict.fromkeys(a for runs in per_seed.values() for a in runs))
+    colors = _colors(arms)
+    fig, ax = _figure()
+    for arm in arms:
+        curves = [eval_points(runs[arm]) for runs in per_seed.values() if arm in runs and eval_points(runs[arm])]
+        for pts in curves:
+            ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], color=colors[arm], lw=0.8, alpha=0.45)
+        k = min((len(c) for c in curves), default=0)
+        if k:
+            xs = [sum(c[i][0] for c in curves) / len(curves) for i in range(k)]
+            ys = [100 * sum(c[i][1] for c in curves) / len(curves) for i in range(k)]
+            ax.plot(xs, ys, color=colors[arm], lw=2.5, marker="o", ms=4,
+                    label=f"{arm_label(arm, configs.get(arm))}: mean of {len(curves)} seeds")
+    ax.set_xlabel("training wall-clock time (s, evaluation excluded)")
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title("Test accuracy vs. training time (thin: each seed; bold: mean)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    if arms:
+        ax.legend(fontsize=8, loc="best")
+    fig.savefig(path)
+    return fig
+
+
+def make_seeds(out_dir: str | Path, meta: dict) -> dict[str, Path]:
+    """The top-level files of a several-seed comparison (OUTPUT_DIR/seed{s}/{arm}): summary.md,
+    summary.csv (mean and 95% interval across seeds, paired differences), accuracy_vs_time.png."""
+    out_dir = Path(out_dir)
+    seeds = list(meta["seeds"])
+    dirs = {s: {a: out_dir / f"seed{s}" / a for a in meta["arms"] if (out_dir / f"seed{s}" / a / "metrics.jsonl").is_file()}
+            for s in seeds}
+    per_seed = {s: {a: read_rows(d) for a, d in ds.items()} for s, ds in dirs.items()}
+    configs = {a: read_config(d) for ds in dirs.values() for a, d in ds.items()}
+    paths = {"accuracy_vs_time.png": out_dir / "accuracy_vs_time.png"}
+    plot_accuracy_seeds(per_seed, paths["accuracy_vs_time.png"], configs)
+    rows = summarize_seeds(per_seed, meta.get("baseline") or BASELINE)
+    paths["summary.md"], paths["summary.csv"] = write_seed_summary(rows, paired_against(dirs), out_dir, seeds, configs)
+    return paths
+
+
 def main(argv=None) -> int:
     p = Parser(prog="python -m minipods.plots",
                                 description="Redraw a comparison's figures and summary from saved metrics.")
@@ -269,8 +321,13 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="output folder (default: the comparison folder / the runs' parent)")
     p.add_argument("--baseline", default=None, help=f"arm whose peak defines the target (default: {BASELINE!r} or the "
                                                      "first grpo run)")
+    args = p.parse_args(argv)
+    top = Path(args.runs[0]) / COMPARISON_FILE
+    if len(args.runs) == 1 and top.is_file() and json.loads(top.read_text()).get("seeds"):
+        for path in make_seeds(args.runs[0], json.loads(top.read_text())).values():  # compare --seeds
+            print(f"wrote {path}")
+        return 0
     try:
-        args = p.parse_args(argv)
         run_dirs, out, meta = find_runs(args.runs)
     except FileNotFoundError as e:
         return fail("minipods.plots", e)

@@ -8,7 +8,10 @@ vanilla GRPO's peak test accuracy (`summarize`: time_to_target_s, speedup). Accu
 95% Wilson interval (`wilson_interval`); two accuracies on the same questions (the first and last
 evaluation of a run, two arms of one seed) are compared with `paired_difference` (exact McNemar
 interval); `summarize(runs)` is a pure function of the metric rows;
-`write_summary` writes summary.md / summary.csv. minipods.plots draws from these.
+`write_summary` writes summary.md / summary.csv. Several seeds (`compare --seeds`):
+`summarize_seeds` gives each arm's mean and 95% interval across seeds, `paired_against` the paired
+difference of pods_max_variance against each other arm on the same questions, `write_seed_summary`
+the files. The intervals themselves live in minipods.stats. minipods.plots draws from these.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import csv
 import json
 import math
 from pathlib import Path
+
+from minipods.stats import clopper_pearson, mean_interval, paired_difference, wilson_interval  # noqa: F401
 
 
 BASELINE = "grpo"  # the arm whose peak accuracy defines the target (paper: vanilla GRPO)
@@ -255,7 +260,8 @@ def sweep_points(runs: dict[str, list[dict]], configs: dict[str, dict], param: s
 SUMMARY_COLUMNS = ["arm", "method", "rule", "n", "m", "steps", "train_s", "peak_accuracy", "peak_time_s",
                    "final_accuracy", "target_accuracy", "time_to_target_s", "speedup", "mean_step_s",
                    "mean_rollout_s", "mean_update_s", "zero_std_frac", "mean_reward", "mean_kept_reward",
-                   "peak_mem_mb"]
+                   "peak_mem_mb", "paired_diff", "paired_lo", "paired_hi", "paired_n"]
+PAIRED_ARM = "pods_max_variance"  # the arm whose final evaluation is compared with every other arm's
 
 
 def _fmt(v, digits=3) -> str:
@@ -267,11 +273,15 @@ def _fmt(v, digits=3) -> str:
 
 
 def write_summary(summary: list[dict], out_dir: str | Path, configs: dict[str, dict] | None = None,
-                  baseline: str | None = BASELINE, target_frac: float = TARGET_FRAC) -> tuple[Path, Path]:
-    """summary.csv (every column, empty = none) and summary.md (a readable table with notes)."""
+                  baseline: str | None = BASELINE, target_frac: float = TARGET_FRAC,
+                  paired: dict[str, dict] | None = None) -> tuple[Path, Path]:
+    """summary.csv (every column, empty = none) and summary.md (a readable table with notes).
+    paired: arm -> paired_difference of PAIRED_ARM's final evaluation minus the arm's (`paired_against`)."""
     out_dir = Path(out_dir)
     configs = configs or {}
-    rows = [{**{k: configs.get(s["arm"], {}).get(k) for k in ("method", "rule", "n", "m")}, **s} for s in summary]
+    paired = paired or {}
+    rows = [{**{k: configs.get(s["arm"], {}).get(k) for k in ("method", "rule", "n", "m")}, **s,
+             **_paired_cols(paired.get(s["arm"]))} for s in summary]
     for r in rows:
         if r.get("method") == "grpo":
             r["rule"] = None  # vanilla GRPO keeps every rollout: no down-sampling rule
@@ -316,80 +326,106 @@ def write_summary(summary: list[dict], out_dir: str | Path, configs: dict[str, d
               "- zero-std groups: mean fraction of prompts whose n rollouts all got the same reward "
               "(no GRPO signal).", "- rollout s / update s: mean seconds per step in the inference and "
               "the policy-update phase (the asymmetry PODS exploits).", ""]
+    lines += _paired_lines(paired)
     md_path = out_dir / "summary.md"
     md_path.write_text("\n".join(lines))
     return md_path, csv_path
 
 
-# ---------------------------------------------------------------- intervals
-def wilson_interval(k: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval for a proportion k/n (well behaved at 0 and 1): the interval of
-    one accuracy. Two accuracies on the same questions are compared with `paired_difference`."""
-    if n == 0:
-        return (0.0, 0.0)
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) / d
-    return (max(0.0, c - h), min(1.0, c + h))
+# ---------------------------------------------------------------- paired and several seeds
+def _paired_cols(p: dict | None) -> dict:
+    if not p or p.get("diff") is None:
+        return {}
+    return {"paired_diff": p["diff"], "paired_lo": p["ci95"][0], "paired_hi": p["ci95"][1], "paired_n": p["n"]}
 
 
-def _binom_tail(k: int, n: int, p: float, upper: bool) -> float:
-    """P(X >= k) (upper) or P(X <= k) for X ~ Binomial(n, p), summed in log space (no overflow)."""
-    if p <= 0.0:
-        return 1.0 if (k <= 0 if upper else True) else 0.0
-    if p >= 1.0:
-        return 1.0 if (True if upper else k >= n) else 0.0
-    js = range(k, n + 1) if upper else range(0, k + 1)
-    lp, lq = math.log(p), math.log1p(-p)
-    return sum(math.exp(math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1) + j * lp + (n - j) * lq)
-               for j in js)
+def _paired_lines(paired: dict[str, dict]) -> list[str]:
+    rows = [(a, p) for a, p in paired.items() if p.get("diff") is not None]
+    if not rows:
+        return []
+    out = [f"Paired difference, `{PAIRED_ARM}` minus each arm, final evaluations on the same questions "
+           "(exact McNemar 95% interval; points):", "", "| arm | difference | 95% CI | questions | "
+           f"only {PAIRED_ARM} right | only the arm right |", "|---|---:|---:|---:|---:|---:|"]
+    for a, p in rows:
+        out.append(f"| {a} | {100 * p['diff']:+.1f} | [{100 * p['ci95'][0]:+.1f}, {100 * p['ci95'][1]:+.1f}] | "
+                   f"{p['n']} | {p['b_only']} | {p['a_only']} |")
+    return out + [""]
 
 
-def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
-    """Exact (Clopper-Pearson) 1-alpha interval for a binomial proportion k/n, by bisection on the
-    binomial tails: lo solves P(X >= k | lo) = alpha/2, hi solves P(X <= k | hi) = alpha/2."""
-    if n == 0:
-        return (0.0, 1.0)
-
-    def solve(f):  # f is increasing in p; the p where f(p) = alpha/2
-        a, b = 0.0, 1.0
-        for _ in range(60):
-            mid = (a + b) / 2
-            a, b = (mid, b) if f(mid) < alpha / 2 else (a, mid)
-        return (a + b) / 2
-    lo = 0.0 if k == 0 else solve(lambda p: _binom_tail(k, n, p, upper=True))
-    # P(X <= k | p) falls as p grows; alpha - it rises and equals alpha/2 where the tail is alpha/2
-    hi = 1.0 if k == n else solve(lambda p: alpha - _binom_tail(k, n, p, upper=False))
-    return (lo, hi)
+def final_eval(run_dir: str | Path) -> list[dict]:
+    """Per-question rows of a run's last evaluation ([] when it has none)."""
+    steps = eval_steps(run_dir)
+    return read_eval(run_dir, steps[-1]) if steps else []
 
 
-def paired_difference(correct_a: list, correct_b: list, alpha: float = 0.05) -> dict:
-    """Accuracy of b minus accuracy of a on the same questions, with an exact McNemar interval.
+def paired_against(seed_dirs: dict[int, dict[str, Path]], arm: str = PAIRED_ARM) -> dict[str, dict]:
+    """Other arm -> paired_difference(other's final evaluation, `arm`'s), b minus a = `arm` minus the
+    other. seed_dirs: seed -> arm -> run folder. Arms of one seed are evaluated on the same questions;
+    the pairs of all seeds are pooled (N counts (seed, question) pairs)."""
+    out = {}
+    others = [a for dirs in seed_dirs.values() for a in dirs if a != arm]
+    for other in dict.fromkeys(others):
+        xa, xb = [], []
+        for dirs in seed_dirs.values():
+            if arm in dirs and other in dirs:
+                ra, rb = final_eval(dirs[other]), {r["index"]: r for r in final_eval(dirs[arm])}
+                for r in ra:
+                    if r["index"] in rb:
+                        xa.append(r["correct"])
+                        xb.append(rb[r["index"]]["correct"])
+        out[other] = paired_difference(xa, xb)
+    return out
 
-    correct_a, correct_b: 0/1 per question, in the same question order. Only the discordant
-    questions carry information about the difference: b_only (b right, a wrong) and a_only. Given
-    d = a_only + b_only, b_only ~ Binomial(d, pi), and diff = d (2 pi - 1) / N; the Clopper-Pearson
-    interval for pi maps to the interval for diff (exact, conditional on d; no resampling, so the
-    same inputs always give the same interval). Returns n, acc_a, acc_b, diff, ci95 (lo, hi), a_only,
-    b_only. Paired because both evaluations see the same questions: per-question noise cancels, so
-    this interval is much narrower than two independent Wilson intervals would suggest.
-    """
-    if len(correct_a) != len(correct_b):
-        raise ValueError(f"paired_difference needs the same questions: {len(correct_a)} vs {len(correct_b)} results")
-    if any(float(x) not in (0.0, 1.0) for x in list(correct_a) + list(correct_b)):
-        raise ValueError("paired_difference needs 0/1 correctness per question")
-    a, b = [int(x) for x in correct_a], [int(x) for x in correct_b]
-    n = len(a)
-    a_only = sum(x == 1 and y == 0 for x, y in zip(a, b))
-    b_only = sum(x == 0 and y == 1 for x, y in zip(a, b))
-    d = a_only + b_only
-    if n == 0:
-        return {"n": 0, "acc_a": None, "acc_b": None, "diff": None, "ci95": (None, None), "a_only": 0, "b_only": 0}
-    if d == 0:
-        lo = hi = 0.0
-    else:
-        plo, phi = clopper_pearson(b_only, d, alpha)
-        lo, hi = d * (2 * plo - 1) / n, d * (2 * phi - 1) / n
-    return {"n": n, "acc_a": sum(a) / n, "acc_b": sum(b) / n, "diff": (b_only - a_only) / n, "ci95": (lo, hi),
-            "a_only": a_only, "b_only": b_only}
+
+SEED_METRICS = {"final_accuracy": (0.0, 1.0), "peak_accuracy": (0.0, 1.0), "time_to_target_s": (0.0, math.inf)}
+
+
+def summarize_seeds(per_seed: dict[int, dict[str, list[dict]]], baseline: str | None = BASELINE,
+                    target_frac: float = TARGET_FRAC) -> list[dict]:
+    """One row per arm: for each of SEED_METRICS the mean and 95% interval across seeds
+    (`mean_interval`; each seed's target is 99% of that seed's baseline peak). A seed whose arm
+    never reached the target is left out of that mean (k of `of` seeds say how many reached it)."""
+    per = {s: {r["arm"]: r for r in summarize(runs, baseline, target_frac)} for s, runs in per_seed.items()}
+    arms = list(dict.fromkeys(a for runs in per_seed.values() for a in runs))
+    return [{"arm": a, "seeds": sum(a in p for p in per.values()),
+             **{k: mean_interval([p[a][k] for p in per.values() if a in p], b) for k, b in SEED_METRICS.items()}}
+            for a in arms]
+
+
+def write_seed_summary(rows: list[dict], paired: dict[str, dict], out_dir: str | Path, seeds: list[int],
+                       configs: dict[str, dict] | None = None) -> tuple[Path, Path]:
+    """summary.csv (mean, lo, hi per metric; paired columns) and summary.md of a several-seed comparison."""
+    out_dir, configs = Path(out_dir), configs or {}
+    cols = ["arm", "n", "m", "seeds"] + [f"{k}_{x}" for k in SEED_METRICS for x in ("mean", "lo", "hi")] + \
+        ["time_to_target_reached", "paired_diff", "paired_lo", "paired_hi", "paired_n"]
+    flat = []
+    for r in rows:
+        f = {"arm": r["arm"], "seeds": r["seeds"], "time_to_target_reached": r["time_to_target_s"]["k"],
+             **{k: configs.get(r["arm"], {}).get(k) for k in ("n", "m")}, **_paired_cols(paired.get(r["arm"]))}
+        f.update({f"{k}_{x}": r[k][x] for k in SEED_METRICS for x in ("mean", "lo", "hi")})
+        flat.append(f)
+    csv_path = out_dir / "summary.csv"
+    with csv_path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols)
+        w.writeheader()
+        for f in flat:
+            w.writerow({k: ("" if f.get(k) is None else f[k]) for k in cols})
+
+    def ci(m, pct=True):
+        if m["mean"] is None:
+            return "-"
+        k = 100 if pct else 1
+        body = f"{k * m['mean']:.1f}" + (f" [{k * m['lo']:.1f}, {k * m['hi']:.1f}]" if m["lo"] is not None else "")
+        return body + (f" ({m['k']}/{m['of']} seeds)" if m["k"] < m["of"] else "")
+    lines = ["# minipods comparison over seeds", "",
+             f"Seeds {', '.join(map(str, seeds))}: each arm once per seed; the arms of one seed see the same "
+             "questions in the same order. Mean [95% t-interval across seeds]; accuracies in %, times in "
+             "training seconds (evaluation excluded). Target: 99% of that seed's `grpo` peak.", "",
+             "| arm | n | m | final acc | peak acc | time to target (s) |", "|---|---:|---:|---:|---:|---:|"]
+    for r, f in zip(rows, flat):
+        lines.append(f"| {r['arm']} | {_fmt(f['n'])} | {_fmt(f['m'])} | {ci(r['final_accuracy'])} | "
+                     f"{ci(r['peak_accuracy'])} | {ci(r['time_to_target_s'], pct=False)} |")
+    lines += [""] + _paired_lines(paired)
+    md_path = out_dir / "summary.md"
+    md_path.write_text("\n".join(lines))
+    return md_path, csv_path

@@ -1,13 +1,15 @@
 """minipods.compare / minipods.plots: arms, resume, figures and the summary (tiny model, synthetic data)."""
 
 import csv
+import itertools
 import json
 import math
 import os
+import random
 
 import pytest
 
-from minipods import compare, plots, results
+from minipods import compare, evaluate, plots, results
 from minipods import train as train_mod
 from minipods.model import tiny_policy
 
@@ -28,6 +30,18 @@ class Factory:
         model, tok = tiny_policy(seed=0)
         self.models.append(model)
         return model, tok
+
+
+_CALLS = itertools.count()
+
+
+def varied_scores(texts, golds):
+    """Evaluation scores with spread for a random tiny model (which never answers right and whose
+    greedy completions are all alike): a seeded pattern per evaluation call. What is tested is that
+    the summaries agree with the per-question files, whatever they hold."""
+    rng = random.Random(next(_CALLS))
+    c = [float(rng.random() < 0.5) for _ in texts]
+    return {"reward": c, "correct": c, "format": [0.0] * len(c)}
 
 
 def _csv(path):
@@ -53,6 +67,8 @@ def cmp_dir(tmp_path_factory):
             raise KeyboardInterrupt  # like Ctrl-C in the middle of the PODS arm
         return real_step(model, tok, optimizer, cfg, items, step)
 
+    varied = pytest.MonkeyPatch()
+    varied.setattr(evaluate, "score_completions", varied_scores)  # accuracies that differ between arms
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(train_mod, "run_step", flaky_step)
         with pytest.raises(KeyboardInterrupt):
@@ -64,6 +80,7 @@ def cmp_dir(tmp_path_factory):
     grpo_metrics = (out / "grpo" / "metrics.jsonl").read_bytes()
 
     compare.run_comparison(out, model_factory=second, log=lambda *a: None, **TINY)
+    varied.undo()
     assert second.calls == ["pods_max_variance"], "the finished arm must not run again"
     assert (out / "grpo" / "metrics.jsonl").read_bytes() == grpo_metrics
     return out
@@ -235,7 +252,8 @@ def test_arm_configs_presets_and_overrides():
 @pytest.mark.parametrize("argv", [["--arms", "grpo,bogus"], ["--sweep", "k=1,2"], ["--sweep", "n=a"],
                                   ["--small", "--sweep", "n=2,8"],  # n=2 < m=4
                                   ["--n", "2", "--m", "4"], ["--small", "--preset", "paper"], ["--lr", "x"],
-                                  ["--arms", ""], ["--model", "/no/such/model"]])
+                                  ["--arms", ""], ["--model", "/no/such/model"], ["--seeds", "a,b"],
+                                  ["--seeds", "0,0"], ["--seed", "1", "--seeds", "0,1"]])
 def test_compare_cli_bad_args_exit_2(argv, capsys, tmp_path):
     try:
         rc = compare.main(argv + ["--output-dir", str(tmp_path / "c")])
@@ -245,3 +263,88 @@ def test_compare_cli_bad_args_exit_2(argv, capsys, tmp_path):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "error" in err
     assert not (tmp_path / "c").exists()
+
+
+# ---------------------------------------------------------------- issue 12: paired differences, several seeds
+def _correct(run_dir):
+    return {r["index"]: r["correct"] for r in results.final_eval(run_dir)}
+
+
+def test_single_seed_summary_has_the_paired_difference(cmp_dir):
+    a, b = _correct(cmp_dir / "grpo"), _correct(cmp_dir / "pods_max_variance")
+    assert sorted(a) == sorted(b) == [0, 1, 2, 3]  # the same 4 questions
+    b_only = sum(b[i] and not a[i] for i in a)
+    a_only = sum(a[i] and not b[i] for i in a)
+    got = {r["arm"]: r for r in _csv(cmp_dir / "summary.csv")}
+    assert a_only + b_only > 0  # (the varied scores make the arms disagree somewhere)
+    assert float(got["grpo"]["paired_diff"]) == pytest.approx((b_only - a_only) / 4)
+    assert int(got["grpo"]["paired_n"]) == 4 and got["pods_max_variance"]["paired_diff"] == ""
+    lo, hi = float(got["grpo"]["paired_lo"]), float(got["grpo"]["paired_hi"])
+    assert lo <= float(got["grpo"]["paired_diff"]) <= hi
+    assert "Paired difference" in (cmp_dir / "summary.md").read_text()
+
+
+def test_grpo_same_n_and_small_default_arms():
+    c = compare.arm_configs(preset="small")
+    assert list(c) == list(compare.SMALL_ARMS) == ["grpo", "grpo_same_n", "pods_max_variance"]
+    assert (c["grpo_same_n"].method, c["grpo_same_n"].n, c["grpo_same_n"].m) == ("grpo", 8, 8)  # PODS's n
+    assert (c["grpo"].n, c["pods_max_variance"].n, c["pods_max_variance"].m) == (4, 8, 4)
+    c = compare.arm_configs(["grpo_same_n"], n=6, m=2)
+    assert (c["grpo_same_n"].n, c["grpo_same_n"].m) == (6, 6)
+    assert list(compare.arm_configs()) == list(compare.DEFAULT_ARMS)
+
+
+def test_seeds_run_each_arm_once_per_seed_and_summarize_across_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(evaluate, "score_completions", varied_scores)
+    arms = ["grpo", "grpo_same_n", "pods_max_variance"]
+    f = Factory()
+    out = compare.run_comparison(tmp_path, arms=arms, seeds="0,1", model_factory=f, log=lambda *a: None, **TINY)
+    assert f.calls == arms * 2
+    for s in (0, 1):
+        golds = set()
+        for a in arms:
+            cfg = results.read_config(out / f"seed{s}" / a)
+            assert cfg["seed"] == s and (out / f"seed{s}" / a / compare.DONE).is_file()
+            golds.add(tuple(r["gold"] for r in results.final_eval(out / f"seed{s}" / a)))
+        assert len(golds) == 1  # the arms of one seed are evaluated on the same questions
+    assert results.read_config(out / "seed1" / "grpo_same_n")["n"] == 4 == results.read_config(out / "seed1" / "grpo_same_n")["m"]
+    got = {r["arm"]: r for r in _csv(out / "summary.csv")}
+    assert list(got) == arms
+    for a in arms:
+        finals = [results.summarize({a: results.read_rows(out / f"seed{s}" / a)})[0]["final_accuracy"] for s in (0, 1)]
+        mean = sum(finals) / 2
+        half = 12.706 * abs(finals[0] - finals[1]) / 2  # t(1) * sd / sqrt(2), sd = |x0 - x1| / sqrt(2)
+        assert float(got[a]["final_accuracy_mean"]) == pytest.approx(mean)
+        assert float(got[a]["final_accuracy_lo"]) == pytest.approx(max(0.0, mean - half))  # clipped to [0, 1]
+        assert float(got[a]["final_accuracy_hi"]) == pytest.approx(min(1.0, mean + half))
+        assert int(got[a]["seeds"]) == 2
+    # paired: pods_max_variance minus grpo over the pooled (seed, question) pairs
+    pa = [c for s in (0, 1) for _, c in sorted(_correct(out / f"seed{s}" / "grpo").items())]
+    pb = [c for s in (0, 1) for _, c in sorted(_correct(out / f"seed{s}" / "pods_max_variance").items())]
+    want = results.paired_difference(pa, pb)
+    assert len({float(got[a]["final_accuracy_mean"]) for a in arms}) > 1  # the scores do differ
+    assert want["a_only"] + want["b_only"] > 0
+    assert int(got["grpo"]["paired_n"]) == 8 and float(got["grpo"]["paired_diff"]) == pytest.approx(want["diff"])
+    assert float(got["grpo"]["paired_lo"]) == pytest.approx(want["ci95"][0])
+    md = (out / "summary.md").read_text()
+    assert "Seeds 0, 1" in md and "| grpo_same_n | 4 | 4 |" in md
+    assert (out / "accuracy_vs_time.png").read_bytes().startswith(PNG_MAGIC)
+    assert (out / "seed1" / "summary.md").is_file()  # each seed is a whole comparison too
+    # a re-run trains nothing; the plots CLI redraws the same summary from the saved runs
+    before = (out / "summary.csv").read_text()
+    f2 = Factory()
+    compare.run_comparison(tmp_path, arms=arms, seeds=[0, 1], model_factory=f2, log=lambda *a: None, **TINY)
+    assert f2.calls == []
+    (out / "summary.csv").unlink()
+    assert plots.main([str(out)]) == 0 and (out / "summary.csv").read_text() == before
+
+
+def test_summarize_seeds_known_answer():
+    other = _run([(0, 0.2), (10, 0.45), (20, 0.58)], [(1, 10, 4, 6, 0.5), (2, 20, 4, 6, 0.25)])
+    rows = results.summarize_seeds({0: {"grpo": HAND["grpo"]}, 1: {"grpo": other}})
+    g = rows[0]["final_accuracy"]
+    assert (g["mean"], g["k"]) == (pytest.approx(0.53), 2)
+    assert g["lo"] == 0.0 and g["hi"] == 1.0  # 0.53 +- 12.706 * 0.0707 / sqrt(2) = +-0.635, clipped to [0, 1]
+    assert results.mean_interval([0.2, 0.3, 0.4])["lo"] == pytest.approx(0.3 - 4.303 * 0.1 / math.sqrt(3))
+    assert rows[0]["peak_accuracy"]["mean"] == pytest.approx(0.54)
+    assert rows[0]["time_to_target_s"]["mean"] == pytest.approx(20)  # 20 s in both seeds
