@@ -7,8 +7,9 @@ GSM8K test split; the policy is asked to reason and then give its final answer i
 * `load_gsm8k(split, data_dir=None, limit=None)` -> list of {question, answer, gold}
   from (1) `data_dir`, (2) env `MINIPODS_GSM8K_DIR`, or (3) the real hub dataset
   `openai/gsm8k` (config "main") through `datasets`.
-* `synthetic_problems(n, seed)`: seeded GSM8K-style word problems with computed answers, for
-  offline demos and as an easier task for tiny models (not part of the paper).
+* `synthetic_problems(n, seed, level)`: seeded GSM8K-style word problems with computed answers,
+  for offline demos and as an easier task for tiny models (not part of the paper); `level` sets
+  the difficulty (0: one single-digit +/-; 1, the default: one step, numbers up to 40; 2: two steps).
 * `load_task(name, split, ...)`: what the training loop calls; falls back to the synthetic
   task when GSM8K cannot be found. Either way a synthetic run prints one notice on stderr saying
   why (`notice=False` for the second split of the same run, so a run prints it once).
@@ -150,12 +151,71 @@ def _synthetic_one(rng: random.Random) -> dict:
     return {"question": q, "answer": f"{steps}\n#### {ans}", "gold": str(ans)}
 
 
-def synthetic_problems(n: int, seed: int = 0) -> list[dict]:
-    """`n` seeded GSM8K-style problems, same dict shape as `load_gsm8k` (answers computed)."""
+def _synthetic_easy(rng: random.Random) -> dict:
+    """Level 0: one addition or subtraction of single-digit numbers."""
+    name, other = rng.sample(_NAMES, 2)
+    thing = rng.choice(_THINGS)
+    a, b = rng.randint(1, 9), rng.randint(1, 9)
+    if rng.randrange(2) == 0:
+        q = f"{name} has {a} {thing}. {other} gives {name} {b} more {thing}. How many {thing} does {name} have now?"
+        steps, ans = f"{a} + {b} = {a + b}", a + b
+    else:
+        a = a + b
+        q = f"{name} has {a} {thing} and gives {b} of them to {other}. How many {thing} does {name} have left?"
+        steps, ans = f"{a} - {b} = {a - b}", a - b
+    return {"question": q, "answer": f"{steps}\n#### {ans}", "gold": str(ans)}
+
+
+def _synthetic_two_step(rng: random.Random) -> dict:
+    """Level 2: two dependent steps (the first result feeds the second), numbers up to 40."""
+    name, other = rng.sample(_NAMES, 2)
+    thing = rng.choice(_THINGS)
+    a = rng.randint(2, 40)
+    if rng.randrange(2) == 0:
+        b, c = rng.randint(2, 9), rng.randint(2, 9)
+        q = (f"{name} has {a} {thing}. {name} buys {b} bags with {c} {thing} in each bag. "
+             f"How many {thing} does {name} have now?")
+        steps, ans = f"{b} * {c} = {b * c}\n{a} + {b * c} = {a + b * c}", a + b * c
+    else:
+        b, c = rng.randint(1, a - 1), rng.randint(2, 20)
+        q = (f"{name} has {a} {thing} and gives {b} of them to {other}. Then {other} gives {name} {c} {thing}. "
+             f"How many {thing} does {name} have now?")
+        steps, ans = f"{a} - {b} = {a - b}\n{a - b} + {c} = {a - b + c}", a - b + c
+    return {"question": q, "answer": f"{steps}\n#### {ans}", "gold": str(ans)}
+
+
+SYNTHETIC_LEVELS = {0: _synthetic_easy, 1: _synthetic_one, 2: _synthetic_two_step}
+SYNTHETIC_TRAIN_SIZE = 2000  # questions in the synthetic train split (and in a test split without a limit)
+
+
+def synthetic_problems(n: int, seed: int = 0, level: int = 1) -> list[dict]:
+    """`n` seeded GSM8K-style problems, same dict shape as `load_gsm8k` (answers computed).
+    level: 0 (one single-digit + or -), 1 (one step: + - * /, numbers up to 40; the default),
+    2 (two dependent steps)."""
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be a non-negative int, got {n!r}")
+    if level not in SYNTHETIC_LEVELS:
+        raise ValueError(f"synthetic level must be one of {sorted(SYNTHETIC_LEVELS)}, got {level!r}")
     rng = random.Random(seed)
-    return [_synthetic_one(rng) for _ in range(n)]
+    return [SYNTHETIC_LEVELS[level](rng) for _ in range(n)]
+
+
+def synthetic_split(split: str, limit: int | None = None, seed: int = 0, level: int = 1) -> list[dict]:
+    """The synthetic train or test split. The test split is drawn with another seed and skips every
+    question of the train split (SYNTHETIC_TRAIN_SIZE questions with the same seed and level), so
+    held-out questions are never trained on."""
+    n = limit if limit is not None else SYNTHETIC_TRAIN_SIZE
+    if split == "train":
+        return synthetic_problems(n, seed=seed, level=level)
+    train = {it["question"] for it in synthetic_problems(SYNTHETIC_TRAIN_SIZE, seed=seed, level=level)}
+    rng, out = random.Random(seed + 10_007), []
+    for _ in range(100 * n + 1000):  # bounded: every level has far more questions than this needs
+        if len(out) == n:
+            break
+        it = SYNTHETIC_LEVELS[level](rng)
+        if it["question"] not in train:
+            out.append(it)
+    return out
 
 
 SYNTHETIC_NOTICE = "minipods: using the SYNTHETIC word-problem task, not GSM8K: {why}. Results are not comparable with the paper."
@@ -169,16 +229,16 @@ def print_notice(why: str) -> None:
 
 
 def load_task(name: str = "gsm8k", split: str = "train", data_dir=None, limit: int | None = None,
-              seed: int = 0, fallback: bool = True, notice: bool = True) -> tuple[list[dict], str]:
+              seed: int = 0, fallback: bool = True, notice: bool = True, level: int = 1) -> tuple[list[dict], str]:
     """Items for training/eval and a description of the source actually used.
 
     `name` is "gsm8k" or "synthetic". With `fallback=True` a missing GSM8K falls back to the
     synthetic task (so the offline demo still runs). `notice`: print the one-line synthetic-task
     notice (why, and for a fallback how to get GSM8K); a caller loading two splits passes it once.
+    `level`: the synthetic task's difficulty (`synthetic_problems`); GSM8K ignores it.
     """
     if name == "synthetic":
-        # distinct seeds per split so train and test problems differ
-        items = synthetic_problems(limit if limit is not None else 2000, seed=seed + (0 if split == "train" else 10_007))
+        items = synthetic_split(split, limit, seed=seed, level=level)  # test never repeats a train question
         if notice:
             print_notice(WHY_CHOSEN)
         return items, "synthetic"
@@ -191,7 +251,8 @@ def load_task(name: str = "gsm8k", split: str = "train", data_dir=None, limit: i
             raise
         if notice:  # here (and only here) the user can act: say how to get GSM8K
             print_notice(str(e).split(". Hub error")[0].replace("not found. Provide it", "not found; to use it, provide it"))
-        return load_task("synthetic", split, limit=limit, seed=seed, notice=False)[0], "synthetic (GSM8K not found)"
+        return load_task("synthetic", split, limit=limit, seed=seed, notice=False, level=level)[0], \
+            "synthetic (GSM8K not found)"
     src = str(data_dir or os.environ.get(ENV_DIR) or f"hub:{HUB_DATASET[0]}")
     return items, f"gsm8k:{src}"
 

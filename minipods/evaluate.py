@@ -70,6 +70,7 @@ class EvalConfig:
                                         "checkpoint/adapter)")
     data: str = setting("gsm8k", "task: gsm8k | synthetic")
     data_dir: str | None = setting(None, "folder with GSM8K test.jsonl (else $MINIPODS_GSM8K_DIR, else the hub)")
+    synthetic_level: int = setting(1, "synthetic task difficulty: 0, 1 or 2 (as in training)")
     split: str = setting("test", "data split: test | train")
     limit: int = setting(100, "evaluate the first N questions (0 = all)")
     samples: int = setting(1, "samples per question (k > 1 needs --temperature > 0)")
@@ -93,6 +94,8 @@ class EvalConfig:
         for name, ok in choices.items():
             if getattr(self, name) not in ok:
                 bad(f"--{name} must be one of {', '.join(ok)}, got {getattr(self, name)!r}")
+        if self.synthetic_level not in (0, 1, 2):
+            bad(f"--synthetic-level must be 0, 1 or 2, got {self.synthetic_level}")
         if self.limit < 0:
             bad(f"--limit must be >= 0, got {self.limit}")
         for name in ("samples", "max_new_tokens", "max_prompt_tokens", "batch_size"):
@@ -153,7 +156,8 @@ def main(argv=None) -> int:
         model_name = cfg.model or (run_cfg or {}).get("model") or DEFAULT_MODEL
         if model_name != DEFAULT_MODEL:
             resolve_model(model_name)  # a missing path fails here, before any work
-        items, source = load_task(cfg.data, cfg.split, cfg.data_dir, limit=cfg.limit or None, seed=cfg.seed)
+        items, source = load_task(cfg.data, cfg.split, cfg.data_dir, limit=cfg.limit or None, seed=cfg.seed,
+                                  level=cfg.synthetic_level)
         if not items:
             raise ValueError(f"no {cfg.split} questions in {source}")
         device = default_device() if cfg.device == "auto" else cfg.device

@@ -69,6 +69,8 @@ class TrainConfig:
     # data and generation
     data: str = setting("gsm8k", "gsm8k | synthetic (seeded easy word problems; also the fallback when GSM8K is missing)")
     data_dir: str | None = setting(None, "folder with GSM8K train.jsonl/test.jsonl (else $MINIPODS_GSM8K_DIR, else the hub)")
+    synthetic_level: int = setting(1, "synthetic task difficulty: 0 (one single-digit +/-), 1 (one step, numbers "
+                                      "up to 40), 2 (two steps)")
     prompts_per_step: int = setting(8, "questions per training step")
     max_prompt_tokens: int = setting(512, "prompts are left-truncated to this many tokens (paper: 512)")
     max_new_tokens: int = setting(512, "completion length limit (paper: 512)")
@@ -164,6 +166,8 @@ def validate(cfg: TrainConfig) -> None:
         bad(f"--adv-norm must be kept or all, got {cfg.adv_norm!r}")
     if cfg.data not in ("gsm8k", "synthetic"):
         bad(f"--data must be gsm8k or synthetic, got {cfg.data!r}")
+    if cfg.synthetic_level not in (0, 1, 2):
+        bad(f"--synthetic-level must be 0, 1 or 2, got {cfg.synthetic_level}")
     if cfg.quantize not in ("none", "4bit"):
         bad(f"--quantize must be none or 4bit, got {cfg.quantize!r}")
     if cfg.optimizer not in ("auto", "adamw", "adamw8bit"):
@@ -287,8 +291,9 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
     random.seed(cfg.seed)
     np.random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
-    items, source = load_task(cfg.data, "train", cfg.data_dir, seed=cfg.seed)
-    eval_items = load_task(cfg.data, "test", cfg.data_dir, limit=cfg.eval_limit, seed=cfg.seed, notice=False)[0] \
+    items, source = load_task(cfg.data, "train", cfg.data_dir, seed=cfg.seed, level=cfg.synthetic_level)
+    eval_items = load_task(cfg.data, "test", cfg.data_dir, limit=cfg.eval_limit, seed=cfg.seed, notice=False,
+                           level=cfg.synthetic_level)[0] \
         if cfg.eval_every and cfg.eval_limit else []
 
     device = default_device() if cfg.device == "auto" else cfg.device

@@ -91,6 +91,36 @@ def test_synthetic_problems_are_seeded_and_correct():
     assert len({it["question"] for it in a}) > 150
 
 
+@pytest.mark.parametrize("level, ops, max_gold", [(0, {"+", "-"}, 18), (1, {"+", "-", "*", "/"}, 144),
+                                                  (2, {"+", "-", "*"}, 121)])
+def test_synthetic_levels(level, ops, max_gold):
+    items = synthetic_problems(300, seed=5, level=level)
+    assert items == synthetic_problems(300, seed=5, level=level)
+    seen = set()
+    for it in items:
+        lines = it["answer"].split("\n")[:-1]
+        assert len(lines) == (2 if level == 2 else 1)  # the number of arithmetic steps
+        for line in lines:
+            lhs, rhs = line.split(" = ")
+            assert eval(lhs.replace("/", "//")) == int(rhs)
+            seen.add(lhs.split()[1])
+        assert int(lines[-1].split(" = ")[1]) == int(it["gold"]) and 0 <= int(it["gold"]) <= max_gold
+        if level == 0:  # single digits: a + b with a, b <= 9, or (a + b) - b
+            a, op, b = lines[0].split(" = ")[0].split()
+            assert int(b) <= 9 and int(a) <= (9 if op == "+" else 18)
+    assert seen == ops
+    assert synthetic_problems(5, seed=5) == synthetic_problems(5, seed=5, level=1)  # the default is level 1
+    with pytest.raises(ValueError, match="level"):
+        synthetic_problems(3, level=7)
+
+
+@pytest.mark.parametrize("level", [0, 1, 2])
+def test_synthetic_test_split_never_repeats_a_train_question(level):
+    train = {it["question"] for it in load_task("synthetic", "train", seed=3, level=level, notice=False)[0]}
+    test = load_task("synthetic", "test", limit=500, seed=3, level=level, notice=False)[0]
+    assert len(test) == 500 and not {it["question"] for it in test} & train
+
+
 def test_load_task_falls_back_loudly(no_gsm8k, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a notice, not a Python warning with file:line

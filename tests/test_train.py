@@ -188,6 +188,7 @@ def test_checkpoint_refuses_nonfinite_weights(tmp_path):
     (["--model", "/nonexistent/model-dir"], "model path not found"),
     (["--model", "missing.gguf"], "GGUF file not found"),
     (["--small", "--preset", "paper"], "conflicts"),
+    (["--synthetic-level", "5"], "--synthetic-level must be 0, 1 or 2"),
 ])
 def test_bad_arguments_exit_2_with_one_line(argv, msg, capsys):
     assert T.main(argv) == 2
