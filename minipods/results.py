@@ -343,9 +343,10 @@ def _paired_lines(paired: dict[str, dict]) -> list[str]:
     rows = [(a, p) for a, p in paired.items() if p.get("diff") is not None]
     if not rows:
         return []
-    out = [f"Paired difference, `{PAIRED_ARM}` minus each arm, final evaluations on the same questions "
-           "(exact McNemar 95% interval; points):", "", "| arm | difference | 95% CI | questions | "
-           f"only {PAIRED_ARM} right | only the arm right |", "|---|---:|---:|---:|---:|---:|"]
+    out = [(f"Paired difference, `{PAIRED_ARM}` minus each arm, final evaluations on the same questions "
+            "(exact McNemar 95% interval; points):"), "",
+           f"| arm | difference | 95% CI | questions | only {PAIRED_ARM} right | only the arm right |",
+           "|---|---:|---:|---:|---:|---:|"]
     for a, p in rows:
         out.append(f"| {a} | {100 * p['diff']:+.1f} | [{100 * p['ci95'][0]:+.1f}, {100 * p['ci95'][1]:+.1f}] | "
                    f"{p['n']} | {p['b_only']} | {p['a_only']} |")
@@ -418,9 +419,9 @@ def write_seed_summary(rows: list[dict], paired: dict[str, dict], out_dir: str |
         body = f"{k * m['mean']:.1f}" + (f" [{k * m['lo']:.1f}, {k * m['hi']:.1f}]" if m["lo"] is not None else "")
         return body + (f" ({m['k']}/{m['of']} seeds)" if m["k"] < m["of"] else "")
     lines = ["# minipods comparison over seeds", "",
-             f"Seeds {', '.join(map(str, seeds))}: each arm once per seed; the arms of one seed see the same "
-             "questions in the same order. Mean [95% t-interval across seeds]; accuracies in %, times in "
-             "training seconds (evaluation excluded). Target: 99% of that seed's `grpo` peak.", "",
+             (f"Seeds {', '.join(map(str, seeds))}: each arm once per seed; the arms of one seed see the same "
+              "questions in the same order. Mean [95% t-interval across seeds]; accuracies in %, times in "
+              "training seconds (evaluation excluded). Target: 99% of that seed's `grpo` peak."), "",
              "| arm | n | m | final acc | peak acc | time to target (s) |", "|---|---:|---:|---:|---:|---:|"]
     for r, f in zip(rows, flat):
         lines.append(f"| {r['arm']} | {_fmt(f['n'])} | {_fmt(f['m'])} | {ci(r['final_accuracy'])} | "

@@ -37,7 +37,7 @@ def _binom_tail(k: int, n: int, p: float, upper: bool) -> float:
         return 1.0 if (k <= 0 if upper else True) else 0.0
     if p >= 1.0:
         return 1.0 if (True if upper else k >= n) else 0.0
-    js = range(k, n + 1) if upper else range(0, k + 1)
+    js = range(k, n + 1) if upper else range(k + 1)
     lp, lq = math.log(p), math.log1p(-p)
     return sum(math.exp(math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1) + j * lp + (n - j) * lq)
                for j in js)
