@@ -197,18 +197,18 @@ def test_cli_bad_setting_exits_2_with_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == "minipods.trl_pods: error: argument --pods_m/--pods-m: invalid int value: 'two'"
 
 
-def test_cli_trains_and_saves_an_adapter(tmp_path):
+def test_cli_trains_and_saves_an_adapter(tmp_path, capsys):
     from minipods.trl_pods import main
     model, tok = tiny_policy(lora=False)
     model.save_pretrained(tmp_path / "tiny")
     tok.save_pretrained(tmp_path / "tiny")
     out = tmp_path / "run"
-    with pytest.warns(UserWarning, match="SYNTHETIC"):  # minipods says loudly that this is not GSM8K
-        rc = main(["--model", str(tmp_path / "tiny"), "--data", "synthetic", "--lora_r", "4", "--lora_alpha", "8",
-                   "--num_generations", "4", "--pods_m", "2", "--per_device_train_batch_size", "4",
-                   "--max_completion_length", "4", "--max_steps", "1", "--output_dir", str(out), "--use_cpu",
-                   "--bf16", "false", "--gradient_checkpointing", "false", "--report_to", "none",
-                   "--save_strategy", "no", "--disable_tqdm", "true"])
+    rc = main(["--model", str(tmp_path / "tiny"), "--data", "synthetic", "--lora_r", "4", "--lora_alpha", "8",
+               "--num_generations", "4", "--pods_m", "2", "--per_device_train_batch_size", "4",
+               "--max_completion_length", "4", "--max_steps", "1", "--output_dir", str(out), "--use_cpu",
+               "--bf16", "false", "--gradient_checkpointing", "false", "--report_to", "none",
+               "--save_strategy", "no", "--disable_tqdm", "true"])
+    assert capsys.readouterr().err.count("SYNTHETIC") == 1  # minipods says once that this is not GSM8K
     assert rc == 0 and (out / "adapter" / "adapter_model.safetensors").is_file()
 
 
