@@ -221,8 +221,3 @@ def load_checkpoint(out: Path) -> dict | None:
                        "restart from step 1 with --resume, or use another --output-dir")
     return None
 
-
-def find_checkpoint(out: Path) -> Path | None:
-    """The folder of the newest whole checkpoint (None if there is none)."""
-    ck = load_checkpoint(out)
-    return ck["path"] if ck else None

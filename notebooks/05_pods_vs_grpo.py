@@ -187,10 +187,10 @@ from minipods.data import build_prompt, synthetic_problems
 if SMALL:  # the tiny random model: the mechanics only, in a few seconds
     cm_model, cm_tok = tiny_policy(seed=0)
     cm_cfg = BenchConfig(n=8, max_new_tokens=8, m_values=[2, 4, 8], micro_batch_size=4)
-else:  # the settings of the comparison above: SmolLM2 bf16, LoRA r=16, 96 new tokens
+else:  # the settings of the comparison above (the --small preset): SmolLM2, LoRA r=16, 64 new tokens
     from minipods.model import load_policy
-    cm_model, cm_tok = load_policy(dtype="bfloat16", lora_r=16, lora_alpha=32)
-    cm_cfg = BenchConfig(n=16, max_new_tokens=96, m_values=[2, 4, 8], micro_batch_size=4)
+    cm_model, cm_tok = load_policy(dtype=cfgs["grpo"]["dtype"], lora_r=16, lora_alpha=32)
+    cm_cfg = BenchConfig(n=16, max_new_tokens=cfgs["grpo"]["max_new_tokens"], m_values=[2, 4, 8], micro_batch_size=4)
 ctx = Context(model=cm_model, tok=cm_tok, device="cpu",
               prompt=build_prompt(cm_tok, synthetic_problems(1, seed=0)[0]["question"]))
 t4 = time.perf_counter()
