@@ -11,7 +11,7 @@
 #
 # **Question.** Why is generating many rollouts per prompt cheap, and what exactly does a batch of rollouts hold?
 #
-# **Time here** (2-core CPU shared with other jobs, 1 thread): full ≈ 4–10 min (estimate, from the README's Contributing section); small ≈ 30–60 s (estimate: the five notebooks take ~3 min together in SMALL mode).
+# **Time here** (2-core CPU, idle, 2 threads): full mode 120 s (measured: the committed outputs' `make notebooks` run); small mode 30–60 s (estimate).
 #
 # PODS (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026) starts from one observation about RL for LLMs with verifiable rewards:
 # every training step has two phases with very different costs.

@@ -11,7 +11,7 @@
 #
 # **Question.** Which m of the n rollouts should the update keep, how is the max-variance subset found fast, and how much of the full-n gradient does each rule keep?
 #
-# **Time here** (2-core CPU shared with other jobs, 1 thread): full ≈ 5–8 min (sections 1–7 took 6 s in the last full run; sections 8–9 generate and differentiate 96 SmolLM2 rollouts: estimate); small ≈ 40 s (measured: 37 s on the shared 2-core CPU).
+# **Time here** (2-core CPU, idle, 2 threads): full mode 201 s (measured: the committed outputs' `make notebooks` run); small mode ≈ 40 s (measured: 37 s on the shared 2-core CPU).
 #
 # PODS keeps $m$ of the $n$ rollouts of each prompt for the update. The paper's rule
 # (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026, Sec. 3) keeps the subset whose rewards have the **largest variance**: GRPO

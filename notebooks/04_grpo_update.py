@@ -11,7 +11,7 @@
 #
 # **Question.** What does one GRPO update on the kept rollouts compute, and what does it cost in time and memory as m grows?
 #
-# **Time here** (2-core CPU shared with other jobs, 1 thread): full ≈ 4–10 min (estimate, from the README's Contributing section); small ≈ 30–60 s (estimate: the five notebooks take ~3 min together in SMALL mode).
+# **Time here** (2-core CPU, idle, 2 threads): full mode 160 s (measured: the committed outputs' `make notebooks` run); small mode 30–60 s (estimate).
 #
 # The second, expensive phase of a PODS step (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026): one GRPO update on the $m$ kept
 # rollouts of each prompt. Step by step with `minipods.grpo`: advantages on the kept subset, per-token

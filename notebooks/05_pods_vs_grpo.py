@@ -11,7 +11,7 @@
 #
 # **Question.** Does PODS reach GRPO's accuracy sooner in wall-clock time here, and under what cost conditions does it pay?
 #
-# **Time here** (2-core CPU shared with other jobs, 1 thread): full ≈ 12 min (estimate: two 6-step SmolLM2 arms plus ~2 min of cost-model timing); small ≈ 20 s (measured: 19 s on the shared 2-core CPU).
+# **Time here** (2-core CPU, idle, 2 threads): full mode 294 s (measured: the committed outputs' `make notebooks` run); small mode ≈ 20 s (measured: 19 s on the shared 2-core CPU).
 #
 # The paper's headline (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026, Fig. 1, Sec. 5): on one L40S GPU with Qwen2.5-3B-Instruct on
 # GSM8K, GRPO-PODS generating $n = 64$ rollouts and updating on the $m = 16$ of maximal reward variance

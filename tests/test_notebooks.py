@@ -52,8 +52,6 @@ def test_notebook_matches_source(path):
                 f"{path.name} cell {i} has a widget output"
 
 
-@pytest.mark.skipif(os.environ.get("MINIPODS_NB_OUTPUTS_CHECK") != "1",
-                    reason="set MINIPODS_NB_OUTPUTS_CHECK=1 once the notebooks are regenerated (make notebooks)")
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_committed_notebook_has_outputs(path):
     """The committed notebooks carry a real full-mode run, in order, for readers on the repository page."""
