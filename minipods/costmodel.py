@@ -64,8 +64,9 @@ class CostModel:
         """break_even_gain (= T_pods / T_grpo); with `gain`: pays, speedup, n_max (largest n that still pays)."""
         t = self.step_seconds(n, m, prompts)
         out = break_even(t["pods"], t["grpo"], gain)
-        if gain is not None and self.rollout.b > 0:
-            out["n_max"] = (gain * t["grpo"] - t["parts"]["update_m"] - self.rollout.a) / (self.rollout.b * prompts)
+        if gain is not None:  # a fitted slope <= 0 (noise, tiny sizes): extra rollouts cost nothing measurable
+            out["n_max"] = ((gain * t["grpo"] - t["parts"]["update_m"] - self.rollout.a) / (self.rollout.b * prompts)
+                            if self.rollout.b > 0 else float("inf"))
         return out
 
 

@@ -73,3 +73,10 @@ def test_costmodel_part_is_registered_and_validated(capsys):
     assert "costmodel" in bench.PARTS
     assert bench.main(["--parts", "costmodel", "--m-values", "32", "--n", "16"]) == 2
     assert "costmodel part needs >= 2 --m-values" in capsys.readouterr().err
+
+
+def test_n_max_is_infinite_when_rollouts_cost_nothing_measurable():
+    """A fitted rollout slope <= 0 (timing noise at tiny sizes) means extra rollouts never stop paying."""
+    cm = C.CostModel(C.Line(a=5.0, b=-0.01, r2=0.1), C.Line(a=1.0, b=0.5, r2=1.0))
+    be = cm.break_even(n=16, m=4, prompts=2, gain=2.0)
+    assert be["n_max"] == float("inf") and be["pays"]
