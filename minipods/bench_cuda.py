@@ -47,18 +47,14 @@ def part_cuda(cfg) -> dict:
     return r
 
 
-def _sync(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
 def worker_cuda_recipe(a: dict) -> dict:
     """The measurement itself (runs in the worker process). `a`: see part_cuda; device defaults to cuda."""
     import numpy as np
 
-    from minipods.memory import MemoryMeter
+    from minipods.bench import sync
     from minipods.data import build_prompt, synthetic_problems
     from minipods.grpo import grpo_update
+    from minipods.memory import MemoryMeter
     from minipods.model import count_parameters, load_policy
     from minipods.rollouts import Rollouts, generate_rollouts
     from minipods.train import make_config, make_optimizer
@@ -85,11 +81,11 @@ def worker_cuda_recipe(a: dict) -> dict:
     before = {n: p.detach().to("cpu", torch.float32, copy=True) for n, p in model.named_parameters() if p.requires_grad}
 
     def update():
-        _sync(device)
+        sync(device)
         t = time.perf_counter()
         out = grpo_update(model, optimizer, batch, adv, micro_batch_size=a["micro_batch_size"],
                           max_grad_norm=cfg.max_grad_norm, chunk_tokens=cfg.logprob_chunk)
-        _sync(device)
+        sync(device)
         return time.perf_counter() - t, out
 
     update()  # warm-up (kernels, allocator, optimizer state)

@@ -7,26 +7,11 @@ time against n (the growth exponent) should sit near 1 once fixed per-call overh
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
 from minipods.bench import fit_power_law, fmt_s
-
-
-def _time_call(fn, min_time: float, rounds: int) -> float:
-    """Seconds per call: best of `rounds` rounds, each long enough (>= min_time) to time reliably."""
-    t0 = time.perf_counter()
-    fn()
-    one = max(time.perf_counter() - t0, 1e-7)
-    reps = int(min(max(1, min_time / one), 10_000))
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / reps)
-    return best
+from minipods.bench_speed import best_seconds
 
 
 def part_select(sizes: list[int], seed: int = 0, quick: bool = False, m_frac: float = 0.25) -> dict:
@@ -37,7 +22,7 @@ def part_select(sizes: list[int], seed: int = 0, quick: bool = False, m_frac: fl
         # correctness (0/1) + format bonus (0..0.1), like minipods.rewards.total_reward
         r = rng.integers(0, 2, n) + 0.025 * rng.integers(0, 5, n)
         m = max(1, int(n * m_frac))
-        secs.append(_time_call(lambda: max_variance(r, m), min_time=0.02 if quick else 0.1, rounds=2 if quick else 3))
+        secs.append(best_seconds(lambda: max_variance(r, m), min_time=0.02 if quick else 0.1, rounds=2 if quick else 3))
         ms.append(m)
     k_all, _ = fit_power_law(sizes, secs)
     big = [(n, s) for n, s in zip(sizes, secs) if n >= 1024]

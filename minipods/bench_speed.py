@@ -49,7 +49,7 @@ SPEED_POSITIVE = ("speed_prompts", "speed_n", "speed_m", "speed_max_new_tokens",
                   "speed_update_rounds")  # settings that must be >= 1
 
 
-def _best(fn, min_time: float = 0.3, rounds: int = 3, device: str = "cpu") -> float:
+def best_seconds(fn, min_time: float = 0.3, rounds: int = 3, device: str = "cpu") -> float:
     """Best-of-`rounds` seconds per call, each round repeating fn for >= min_time."""
     fn()  # warm-up
     best = float("inf")
@@ -77,10 +77,10 @@ def machine_limits(size: int = 1024, mem_mb: int = 256, device: str = "cpu") -> 
         a, b = torch.randn(size, size, device=device).to(dt), torch.randn(size, size, device=device).to(dt)
         # F.linear (x @ W.T, the layout every nn.Linear uses): for bf16 on CPUs without native
         # bf16 it reaches oneDNN's converting kernel, ~10x a plain `a @ b` there
-        sec = _best(lambda: torch.nn.functional.linear(a, b), device=device)
+        sec = best_seconds(lambda: torch.nn.functional.linear(a, b), device=device)
         out[f"{name}_tflops"] = 2 * size ** 3 / sec / 1e12
     x = torch.ones(mem_mb * 2 ** 20 // 4, device=device)
-    out["mem_gbs"] = x.numel() * 4 / _best(lambda: x.sum(), min_time=0.2, device=device) / 1e9
+    out["mem_gbs"] = x.numel() * 4 / best_seconds(lambda: x.sum(), min_time=0.2, device=device) / 1e9
     out["threads"] = torch.get_num_threads()
     return out
 

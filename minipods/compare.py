@@ -207,9 +207,7 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
     with RunLock(out):  # one comparison process per folder (each arm also locks its own folder)
         if seeds is None:
             return _run_arms(out, per_seed[None], preset, sweep, model_factory, log, overrides)
-        meta = {"seeds": seeds, "arms": list(per_seed[seeds[0]]), "preset": preset,
-                "baseline": results.BASELINE if "grpo" in per_seed[seeds[0]] else None,
-                "overrides": {k: v for k, v in overrides.items() if v is not None}}
+        meta = {"seeds": seeds, **_meta(per_seed[seeds[0]], preset, overrides)}
         write_atomic(out / results.COMPARISON_FILE, json.dumps(meta, indent=1))
         for s in seeds:
             log(f"== seed {s} ==")
@@ -220,10 +218,14 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
         return out
 
 
+def _meta(cfgs: dict[str, TrainConfig], preset, overrides) -> dict:
+    """What comparison.json records of a set of arms (the plots read it back)."""
+    return {"arms": list(cfgs), "baseline": results.BASELINE if "grpo" in cfgs else None, "preset": preset,
+            "overrides": {k: v for k, v in overrides.items() if v is not None}}
+
+
 def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_factory, log, overrides) -> Path:
-    meta = {"arms": list(cfgs), "baseline": results.BASELINE if "grpo" in cfgs else None, "preset": preset,
-            "overrides": {k: v for k, v in overrides.items() if v is not None},
-            "budget_s": cfgs[next(iter(cfgs))].budget_s,
+    meta = {**_meta(cfgs, preset, overrides), "budget_s": cfgs[next(iter(cfgs))].budget_s,
             "sweep": {"param": sweep[0], "values": sweep[1], "arms": [f"pods_{sweep[0]}{v}" for v in sweep[1]]}
             if sweep else None}
     write_atomic(out / results.COMPARISON_FILE, json.dumps(meta, indent=1))

@@ -86,12 +86,18 @@ def read_eval(run_dir: str | Path, step: int) -> list[dict]:
     return read_log(eval_path(run_dir, step), drop_torn_tail=False)
 
 
+def matched_correct(rows_a: list[dict], rows_b: list[dict]) -> tuple[list[int], list[int]]:
+    """The `correct` columns of two per-question evaluations, matched by question index (in a's
+    order); questions that only one of them has are left out."""
+    b = {r["index"]: r["correct"] for r in rows_b}
+    both = [(r["correct"], b[r["index"]]) for r in rows_a if r["index"] in b]
+    return [x for x, _ in both], [y for _, y in both]
+
+
 def paired_evals(rows_a: list[dict], rows_b: list[dict]) -> dict:
-    """`paired_difference` of two per-question evaluations (b minus a), matched by question index;
-    questions that only one of them has are left out (n says how many were paired)."""
-    b = {r["index"]: r for r in rows_b}
-    both = [(r["correct"], b[r["index"]]["correct"]) for r in rows_a if r["index"] in b]
-    return paired_difference([x for x, _ in both], [y for _, y in both])
+    """`paired_difference` of two per-question evaluations (b minus a), matched by question index
+    (`matched_correct`; n says how many were paired)."""
+    return paired_difference(*matched_correct(rows_a, rows_b))
 
 
 def learning_change(run_dir: str | Path) -> dict | None:
@@ -369,11 +375,9 @@ def paired_against(seed_dirs: dict[int, dict[str, Path]], arm: str = PAIRED_ARM)
         xa, xb = [], []
         for dirs in seed_dirs.values():
             if arm in dirs and other in dirs:
-                ra, rb = final_eval(dirs[other]), {r["index"]: r for r in final_eval(dirs[arm])}
-                for r in ra:
-                    if r["index"] in rb:
-                        xa.append(r["correct"])
-                        xb.append(rb[r["index"]]["correct"])
+                a, b = matched_correct(final_eval(dirs[other]), final_eval(dirs[arm]))
+                xa += a
+                xb += b
         out[other] = paired_difference(xa, xb)
     return out
 
