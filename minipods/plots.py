@@ -28,9 +28,9 @@ import sys
 from pathlib import Path
 
 from minipods.cli import Parser, fail
-from minipods.results import (BASELINE, COMPARISON_FILE, TARGET_FRAC, eval_points, find_runs, paired_against,
-                              pick_baseline, read_config, read_rows, summarize, summarize_seeds, sweep_points,
-                              training_rows, wilson_interval, write_seed_summary, write_summary)
+from minipods.results import (BASELINE, COMPARISON_FILE, TARGET_FRAC, eval_points, find_runs, learning_by_seed,
+                              paired_against, pick_baseline, read_config, read_rows, summarize, summarize_seeds,
+                              sweep_points, training_rows, wilson_interval, write_seed_summary, write_summary)
 
 FIGURES = ("accuracy_vs_time.png", "reward_vs_step.png", "time_breakdown.png")
 SWEEP_FIGURE = "sweep_accuracy_vs_n.png"
@@ -310,7 +310,8 @@ def make_seeds(out_dir: str | Path, meta: dict) -> dict[str, Path]:
     paths = {"accuracy_vs_time.png": out_dir / "accuracy_vs_time.png"}
     plot_accuracy_seeds(per_seed, paths["accuracy_vs_time.png"], configs)
     rows = summarize_seeds(per_seed, meta.get("baseline") or BASELINE)
-    paths["summary.md"], paths["summary.csv"] = write_seed_summary(rows, paired_against(dirs), out_dir, seeds, configs)
+    paths["summary.md"], paths["summary.csv"] = write_seed_summary(rows, paired_against(dirs), out_dir, seeds, configs,
+                                                                   learning_by_seed(dirs))
     return paths
 
 

@@ -9,7 +9,8 @@ vanilla GRPO's peak test accuracy (`summarize`: time_to_target_s, speedup). Accu
 evaluation of a run, two arms of one seed) are compared with `paired_difference` (exact McNemar
 interval); `summarize(runs)` is a pure function of the metric rows;
 `write_summary` writes summary.md / summary.csv. Several seeds (`compare --seeds`):
-`summarize_seeds` gives each arm's mean and 95% interval across seeds, `paired_against` the paired
+`summarize_seeds` gives each arm's mean and 95% interval across seeds, `learning_by_seed` each arm's
+first-vs-final change per seed and pooled, `paired_against` the paired
 difference of pods_max_variance against each other arm on the same questions, `write_seed_summary`
 the files. The intervals themselves live in minipods.stats. minipods.plots draws from these.
 """
@@ -100,14 +101,20 @@ def paired_evals(rows_a: list[dict], rows_b: list[dict]) -> dict:
     return paired_difference(*matched_correct(rows_a, rows_b))
 
 
-def learning_change(run_dir: str | Path) -> dict | None:
-    """First (step 0) vs. last evaluation of a run on the same questions: paired_difference plus
-    first_step/last_step; None with fewer than two evaluation files."""
+def first_last_correct(run_dir: str | Path) -> tuple[list[int], list[int], int, int] | None:
+    """0/1 per question of a run's first and last evaluation (matched by question), with their steps;
+    None with fewer than two evaluation files."""
     steps = eval_steps(run_dir)
     if len(steps) < 2:
         return None
-    res = paired_evals(read_eval(run_dir, steps[0]), read_eval(run_dir, steps[-1]))
-    return {**res, "first_step": steps[0], "last_step": steps[-1]}
+    return (*matched_correct(read_eval(run_dir, steps[0]), read_eval(run_dir, steps[-1])), steps[0], steps[-1])
+
+
+def learning_change(run_dir: str | Path) -> dict | None:
+    """First (step 0) vs. last evaluation of a run on the same questions: paired_difference plus
+    first_step/last_step; None with fewer than two evaluation files."""
+    fl = first_last_correct(run_dir)
+    return None if fl is None else {**paired_difference(fl[0], fl[1]), "first_step": fl[2], "last_step": fl[3]}
 
 
 def format_change(ch: dict) -> str:
@@ -382,7 +389,24 @@ def paired_against(seed_dirs: dict[int, dict[str, Path]], arm: str = PAIRED_ARM)
     return out
 
 
-SEED_METRICS = {"final_accuracy": (0.0, 1.0), "peak_accuracy": (0.0, 1.0), "time_to_target_s": (0.0, math.inf)}
+def learning_by_seed(seed_dirs: dict[int, dict[str, Path]]) -> dict[str, dict]:
+    """Does each arm learn? Arm -> {"per_seed": seed -> learning_change (None: under two
+    evaluations), "pooled": paired_difference of first vs final evaluation over every (seed, question)
+    pair}. seed_dirs: seed -> arm -> run folder."""
+    out = {}
+    for arm in dict.fromkeys(a for dirs in seed_dirs.values() for a in dirs):
+        per, xa, xb = {}, [], []
+        for s, dirs in seed_dirs.items():
+            fl = first_last_correct(dirs[arm]) if arm in dirs else None
+            per[s] = None if fl is None else {**paired_difference(fl[0], fl[1]), "first_step": fl[2], "last_step": fl[3]}
+            if fl is not None:
+                xa, xb = xa + fl[0], xb + fl[1]
+        out[arm] = {"per_seed": per, "pooled": paired_difference(xa, xb) if xa else None}
+    return out
+
+
+SEED_METRICS = {"final_accuracy": (0.0, 1.0), "peak_accuracy": (0.0, 1.0), "time_to_target_s": (0.0, math.inf),
+                "train_s": (0.0, math.inf), "mean_step_s": (0.0, math.inf)}
 
 
 def summarize_seeds(per_seed: dict[int, dict[str, list[dict]]], baseline: str | None = BASELINE,
@@ -397,16 +421,29 @@ def summarize_seeds(per_seed: dict[int, dict[str, list[dict]]], baseline: str | 
             for a in arms]
 
 
+def _change(p: dict | None) -> str:
+    if not p or p.get("diff") is None:
+        return "-"
+    lo, hi = p["ci95"]
+    return (f"{100 * p['acc_a']:.1f} → {100 * p['acc_b']:.1f} ({100 * p['diff']:+.1f} "
+            f"[{100 * lo:+.1f}, {100 * hi:+.1f}])")
+
+
 def write_seed_summary(rows: list[dict], paired: dict[str, dict], out_dir: str | Path, seeds: list[int],
-                       configs: dict[str, dict] | None = None) -> tuple[Path, Path]:
-    """summary.csv (mean, lo, hi per metric; paired columns) and summary.md of a several-seed comparison."""
-    out_dir, configs = Path(out_dir), configs or {}
+                       configs: dict[str, dict] | None = None,
+                       learning: dict[str, dict] | None = None) -> tuple[Path, Path]:
+    """summary.csv (mean, lo, hi per metric; paired columns; learn_* = pooled first-vs-final change)
+    and summary.md of a several-seed comparison."""
+    out_dir, configs, learning = Path(out_dir), configs or {}, learning or {}
     cols = ["arm", "n", "m", "seeds"] + [f"{k}_{x}" for k in SEED_METRICS for x in ("mean", "lo", "hi")] + \
-        ["time_to_target_reached", "paired_diff", "paired_lo", "paired_hi", "paired_n"]
+        ["time_to_target_reached", "paired_diff", "paired_lo", "paired_hi", "paired_n",
+         "learn_diff", "learn_lo", "learn_hi", "learn_n"]
     flat = []
     for r in rows:
+        pooled = _paired_cols((learning.get(r["arm"]) or {}).get("pooled"))
         f = {"arm": r["arm"], "seeds": r["seeds"], "time_to_target_reached": r["time_to_target_s"]["k"],
-             **{k: configs.get(r["arm"], {}).get(k) for k in ("n", "m")}, **_paired_cols(paired.get(r["arm"]))}
+             **{k: configs.get(r["arm"], {}).get(k) for k in ("n", "m")}, **_paired_cols(paired.get(r["arm"])),
+             **{k.replace("paired", "learn"): v for k, v in pooled.items()}}
         f.update({f"{k}_{x}": r[k][x] for k in SEED_METRICS for x in ("mean", "lo", "hi")})
         flat.append(f)
     csv_path = out_dir / "summary.csv"
@@ -426,11 +463,22 @@ def write_seed_summary(rows: list[dict], paired: dict[str, dict], out_dir: str |
              (f"Seeds {', '.join(map(str, seeds))}: each arm once per seed; the arms of one seed see the same "
               "questions in the same order. Mean [95% t-interval across seeds]; accuracies in %, times in "
               "training seconds (evaluation excluded). Target: 99% of that seed's `grpo` peak."), "",
-             "| arm | n | m | final acc | peak acc | time to target (s) |", "|---|---:|---:|---:|---:|---:|"]
+             "| arm | n | m | final acc | peak acc | time to target (s) | train s | s/step |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r, f in zip(rows, flat):
         lines.append(f"| {r['arm']} | {_fmt(f['n'])} | {_fmt(f['m'])} | {ci(r['final_accuracy'])} | "
-                     f"{ci(r['peak_accuracy'])} | {ci(r['time_to_target_s'], pct=False)} |")
+                     f"{ci(r['peak_accuracy'])} | {ci(r['time_to_target_s'], pct=False)} | "
+                     f"{ci(r['train_s'], pct=False)} | {ci(r['mean_step_s'], pct=False)} |")
     lines += [""] + _paired_lines(paired)
+    if learning:
+        lines += [("Learning: each arm's first (step 0) vs final evaluation on the same questions, "
+                   "accuracy % and change in points [exact McNemar 95% CI]; pooled = all (seed, question) pairs:"), "",
+                  "| arm | " + " | ".join(f"seed {s}" for s in seeds) + " | pooled |",
+                  "|---|" + "---:|" * (len(seeds) + 1)]
+        for a, ln in learning.items():
+            lines.append(f"| {a} | " + " | ".join(_change(ln["per_seed"].get(s)) for s in seeds) +
+                         f" | {_change(ln['pooled'])} |")
+        lines.append("")
     md_path = out_dir / "summary.md"
     md_path.write_text("\n".join(lines))
     return md_path, csv_path

@@ -348,3 +348,33 @@ def test_summarize_seeds_known_answer():
     assert results.mean_interval([0.2, 0.3, 0.4])["lo"] == pytest.approx(0.3 - 4.303 * 0.1 / math.sqrt(3))
     assert rows[0]["peak_accuracy"]["mean"] == pytest.approx(0.54)
     assert rows[0]["time_to_target_s"]["mean"] == pytest.approx(20)  # 20 s in both seeds
+
+
+def _fake_evals(run_dir, by_step):
+    """A run folder holding only per-question evaluations: step -> 0/1 per question."""
+    (run_dir / "eval").mkdir(parents=True)
+    for step, correct in by_step.items():
+        rows = [json.dumps({"index": i, "gold": str(i), "pred": str(i if c else -1), "correct": c})
+                for i, c in enumerate(correct)]
+        results.eval_path(run_dir, step).write_text("\n".join(rows) + "\n")
+    return run_dir
+
+
+def test_learning_by_seed_pools_first_vs_final_pairs(tmp_path):
+    s0 = {"pods": _fake_evals(tmp_path / "s0" / "pods", {0: [0, 0, 1, 0], 8: [1, 0, 1, 0], 16: [1, 1, 1, 0]}),
+          "grpo": _fake_evals(tmp_path / "s0" / "grpo", {0: [0, 0, 1, 0]})}  # one evaluation: no change
+    s1 = {"pods": _fake_evals(tmp_path / "s1" / "pods", {0: [1, 0, 0], 16: [0, 1, 1]})}
+    got = results.learning_by_seed({0: s0, 1: s1})
+    p0, p1 = got["pods"]["per_seed"][0], got["pods"]["per_seed"][1]
+    assert (p0["acc_a"], p0["acc_b"], p0["diff"], p0["last_step"]) == (0.25, 0.75, 0.5, 16)  # step 8 skipped
+    assert (p1["a_only"], p1["b_only"]) == (1, 2)
+    pooled = got["pods"]["pooled"]
+    assert pooled == results.paired_difference([0, 0, 1, 0, 1, 0, 0], [1, 1, 1, 0, 0, 1, 1])
+    assert pooled["n"] == 7 and pooled["diff"] == pytest.approx(3 / 7)
+    assert got["grpo"]["per_seed"] == {0: None, 1: None} and got["grpo"]["pooled"] is None
+    rows = results.summarize_seeds({0: {"pods": []}, 1: {"pods": []}})
+    md, csv_path = results.write_seed_summary(rows, {}, tmp_path, [0, 1], learning=got)
+    line = next(ln for ln in md.read_text().splitlines() if ln.startswith("| pods |") and "→" in ln)
+    assert "25.0 → 75.0 (+50.0" in line and "33.3 → 66.7 (+33.3" in line and "(+42.9" in line
+    row = _csv(csv_path)[0]
+    assert float(row["learn_diff"]) == pytest.approx(3 / 7) and int(row["learn_n"]) == 7
