@@ -110,11 +110,14 @@ def first_last_correct(run_dir: str | Path) -> tuple[list[int], list[int], int, 
     return (*matched_correct(read_eval(run_dir, steps[0]), read_eval(run_dir, steps[-1])), steps[0], steps[-1])
 
 
+def _change_of(fl: tuple[list[int], list[int], int, int] | None) -> dict | None:
+    return None if fl is None else {**paired_difference(fl[0], fl[1]), "first_step": fl[2], "last_step": fl[3]}
+
+
 def learning_change(run_dir: str | Path) -> dict | None:
     """First (step 0) vs. last evaluation of a run on the same questions: paired_difference plus
     first_step/last_step; None with fewer than two evaluation files."""
-    fl = first_last_correct(run_dir)
-    return None if fl is None else {**paired_difference(fl[0], fl[1]), "first_step": fl[2], "last_step": fl[3]}
+    return _change_of(first_last_correct(run_dir))
 
 
 def format_change(ch: dict) -> str:
@@ -346,10 +349,11 @@ def write_summary(summary: list[dict], out_dir: str | Path, configs: dict[str, d
 
 
 # ---------------------------------------------------------------- paired and several seeds
-def _paired_cols(p: dict | None) -> dict:
+def _paired_cols(p: dict | None, prefix: str = "paired") -> dict:
     if not p or p.get("diff") is None:
         return {}
-    return {"paired_diff": p["diff"], "paired_lo": p["ci95"][0], "paired_hi": p["ci95"][1], "paired_n": p["n"]}
+    return {f"{prefix}_diff": p["diff"], f"{prefix}_lo": p["ci95"][0], f"{prefix}_hi": p["ci95"][1],
+            f"{prefix}_n": p["n"]}
 
 
 def _paired_lines(paired: dict[str, dict]) -> list[str]:
@@ -398,9 +402,10 @@ def learning_by_seed(seed_dirs: dict[int, dict[str, Path]]) -> dict[str, dict]:
         per, xa, xb = {}, [], []
         for s, dirs in seed_dirs.items():
             fl = first_last_correct(dirs[arm]) if arm in dirs else None
-            per[s] = None if fl is None else {**paired_difference(fl[0], fl[1]), "first_step": fl[2], "last_step": fl[3]}
+            per[s] = _change_of(fl)
             if fl is not None:
-                xa, xb = xa + fl[0], xb + fl[1]
+                xa += fl[0]
+                xb += fl[1]
         out[arm] = {"per_seed": per, "pooled": paired_difference(xa, xb) if xa else None}
     return out
 
@@ -440,10 +445,9 @@ def write_seed_summary(rows: list[dict], paired: dict[str, dict], out_dir: str |
          "learn_diff", "learn_lo", "learn_hi", "learn_n"]
     flat = []
     for r in rows:
-        pooled = _paired_cols((learning.get(r["arm"]) or {}).get("pooled"))
         f = {"arm": r["arm"], "seeds": r["seeds"], "time_to_target_reached": r["time_to_target_s"]["k"],
              **{k: configs.get(r["arm"], {}).get(k) for k in ("n", "m")}, **_paired_cols(paired.get(r["arm"])),
-             **{k.replace("paired", "learn"): v for k, v in pooled.items()}}
+             **_paired_cols((learning.get(r["arm"]) or {}).get("pooled"), prefix="learn")}
         f.update({f"{k}_{x}": r[k][x] for k in SEED_METRICS for x in ("mean", "lo", "hi")})
         flat.append(f)
     csv_path = out_dir / "summary.csv"
