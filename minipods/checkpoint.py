@@ -32,16 +32,19 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from minipods.results import RunError, read_log  # noqa: F401 (read_log: re-exported for the loop)
-
 CHECKPOINT, TMP, OLD = "checkpoint", "checkpoint.tmp", "checkpoint.old"
 LOCK_FILE = ".lock"
+EVAL_DIR = "eval"  # OUTPUT_DIR/eval/step_{step:05d}.jsonl: one row per question of each evaluation
 FAULT_HOOK = None  # tests set a callable(name) that may raise, to simulate a kill at that point
 
 
 def fault_point(name: str) -> None:
     if FAULT_HOOK is not None:
         FAULT_HOOK(name)
+
+
+class RunError(ValueError):
+    """A run folder that cannot be used as asked; the message is one line saying what to do."""
 
 
 # ---------------------------------------------------------------- the run folder
@@ -131,16 +134,47 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def append_row(path: Path, row: dict) -> None:
-    """Append one JSON line and make it durable before returning."""
+    """Append one JSON line and make it durable before returning (a kill during the write can leave
+    a torn last line: `read_log` drops it)."""
     line = json.dumps(row) + "\n"
+    fault_point("append_row")
     with Path(path).open("a") as f:
-        half = len(line) // 2
-        f.write(line[:half])
-        f.flush()
-        fault_point("append_row")  # a kill here leaves a torn last line
-        f.write(line[half:])
+        f.write(line)
         f.flush()
         os.fsync(f.fileno())
+
+
+def read_log(path: Path, drop_torn_tail: bool = True) -> list[dict]:
+    """The JSON rows of a metrics file. A last line without its newline that does not parse is a
+    torn append (dropped when `drop_torn_tail`); any other bad line raises RunError."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    lines = path.read_text().split("\n")  # the last element is "" when the file ends with a newline
+    rows = []
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) and drop_torn_tail:
+                break  # torn tail: written by a step after the last checkpoint
+            raise RunError(f"{path}:{i} is not valid JSON (a damaged metrics file); "
+                           "repair or delete that line, then run again") from None
+    return rows
+
+
+def eval_path(run_dir: str | Path, step: int) -> Path:
+    return Path(run_dir) / EVAL_DIR / f"step_{step:05d}.jsonl"
+
+
+def eval_steps(run_dir: str | Path) -> list[int]:
+    """Steps that have a per-question evaluation file, ascending."""
+    d = Path(run_dir) / EVAL_DIR
+    if not d.is_dir():
+        return []
+    return sorted(int(p.stem[5:]) for p in d.glob("step_*.jsonl") if p.stem[5:].isdigit())
 
 
 # ---------------------------------------------------------------- RNG

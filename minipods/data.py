@@ -120,7 +120,7 @@ def load_gsm8k(split: str = "train", data_dir: str | os.PathLike | None = None, 
 
 
 # ---------------------------------------------------------------- synthetic task
-# Seeded, GSM8K-shaped word problems (one arithmetic step) with answers computed here.
+# Seeded, GSM8K-shaped word problems (one or two arithmetic steps, by level) with answers computed here.
 # Not from the paper: an offline stand-in and an easier task on which a 135M model gets
 # non-zero reward often enough for GRPO to have signal.
 _NAMES = ["Ava", "Ben", "Chloe", "Dev", "Emma", "Finn", "Grace", "Hugo", "Iris", "Jon", "Kai", "Lena"]
@@ -185,6 +185,14 @@ def _synthetic_two_step(rng: random.Random) -> dict:
 
 
 SYNTHETIC_LEVELS = {0: _synthetic_easy, 1: _synthetic_one, 2: _synthetic_two_step}
+
+
+def check_level(level) -> int:
+    """`level` if it is a synthetic difficulty level, else ValueError naming the flag."""
+    if level not in SYNTHETIC_LEVELS:
+        *first, last = sorted(SYNTHETIC_LEVELS)
+        raise ValueError(f"--synthetic-level must be {', '.join(map(str, first))} or {last}, got {level!r}")
+    return level
 SYNTHETIC_TRAIN_SIZE = 2000  # questions in the synthetic train split (and in a test split without a limit)
 
 
@@ -194,8 +202,7 @@ def synthetic_problems(n: int, seed: int = 0, level: int = 1) -> list[dict]:
     2 (two dependent steps)."""
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be a non-negative int, got {n!r}")
-    if level not in SYNTHETIC_LEVELS:
-        raise ValueError(f"synthetic level must be one of {sorted(SYNTHETIC_LEVELS)}, got {level!r}")
+    check_level(level)
     rng = random.Random(seed)
     return [SYNTHETIC_LEVELS[level](rng) for _ in range(n)]
 

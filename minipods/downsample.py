@@ -120,3 +120,12 @@ def downsample(rewards, m, rule, generator=None):
     if rule == "random":
         return random_subset(rewards, m, generator)
     raise ValueError(f"unknown rule {rule!r}; expected one of {RULES}")
+
+
+def select_groups(rewards, n, m, rule, generator=None):
+    """Apply `rule` to every group of n consecutive rewards (rows group-major, as rollouts are laid
+    out): the flat row indices of the m kept per group, in increasing order."""
+    r = _as_rewards(rewards)
+    if n < 1 or r.size % n:
+        raise ValueError(f"{r.size} rewards do not split into groups of n = {n}")
+    return [g * n + i for g in range(r.size // n) for i in downsample(r[g * n:(g + 1) * n], m, rule, generator)]

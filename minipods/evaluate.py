@@ -19,17 +19,21 @@ from pathlib import Path
 
 import torch
 
-from minipods.data import build_prompt
+from minipods import rollouts
+from minipods.analysis.stats import wilson_interval
+from minipods.checkpoint import write_atomic
 from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
-from minipods.results import wilson_interval
+from minipods.data import DataNotFoundError, build_prompt, check_level, load_task
+from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
+from minipods.model import DEFAULT_MODEL, QUANTIZE, ModelNotFoundError, default_device, load_policy, resolve_model
 from minipods.rewards import extract_answer, is_full_format, score_completions
-from minipods.rollouts import generate_rollouts
 
 
 def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 256, batch_size: int = 32,
                    samples: int = 1, temperature: float = 0.0, max_prompt_tokens: int | None = None,
-                   progress: bool = False) -> dict:
-    """Accuracy of `model` on `items` ({question, gold}); greedy when temperature == 0.
+                   progress: bool = False, fast: bool = True) -> dict:
+    """Accuracy of `model` on `items` ({question, gold}); greedy when temperature == 0. fast: roll
+    out with minipods.fast.rollouts (else the plain minipods.rollouts reference).
 
     Returns accuracy (mean over questions of the mean correctness of their samples), its 95%
     interval, format_rate (completions with all four tags well placed), seconds, and per-question
@@ -41,9 +45,10 @@ def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 25
     if greedy and samples != 1:
         raise ValueError("greedy decoding gives one sample per question; use temperature > 0 for samples > 1")
     prompts = [build_prompt(tokenizer, it["question"]) for it in items]
-    ro = generate_rollouts(model, tokenizer, prompts, samples, max_new_tokens=max_new_tokens,
-                           temperature=temperature if not greedy else 1.0, do_sample=not greedy,
-                           batch_size=batch_size, max_prompt_tokens=max_prompt_tokens, progress=progress)
+    generate = fast_generate_rollouts if fast else rollouts.generate_rollouts
+    ro = generate(model, tokenizer, prompts, samples, max_new_tokens=max_new_tokens,
+                  temperature=temperature if not greedy else 1.0, do_sample=not greedy,
+                  batch_size=batch_size, max_prompt_tokens=max_prompt_tokens, progress=progress)
     golds = [it["gold"] for it in items for _ in range(samples)]
     sc = score_completions(ro.texts, golds)
     rows, total = [], 0.0
@@ -85,17 +90,17 @@ class EvalConfig:
     device: str = setting("auto", "auto | cpu | cuda | cuda:N")
     output: str = setting("eval.jsonl", "one JSON row per question ('' = do not write)")
     progress: bool = setting(True, "progress bar")
+    fast: bool = setting(True, "roll out with the fast engine (minipods.fast); --no-fast: the plain reference")
 
     def __post_init__(self):
         def bad(msg):
             raise ValueError(msg)
-        choices = {"data": ("gsm8k", "synthetic"), "split": ("test", "train"), "quantize": ("none", "4bit"),
+        choices = {"data": ("gsm8k", "synthetic"), "split": ("test", "train"), "quantize": QUANTIZE,
                    "dtype": ("auto", "float32", "bfloat16", "float16")}
         for name, ok in choices.items():
             if getattr(self, name) not in ok:
                 bad(f"--{name} must be one of {', '.join(ok)}, got {getattr(self, name)!r}")
-        if self.synthetic_level not in (0, 1, 2):
-            bad(f"--synthetic-level must be 0, 1 or 2, got {self.synthetic_level}")
+        check_level(self.synthetic_level)
         if self.limit < 0:
             bad(f"--limit must be >= 0, got {self.limit}")
         for name in ("samples", "max_new_tokens", "max_prompt_tokens", "batch_size"):
@@ -119,8 +124,6 @@ def build_parser() -> Parser:
 
 def write_rows(path: str | Path, rows: list[dict]) -> Path:
     """One JSON row per question, written atomically (a kill mid-write leaves the old file or none)."""
-    from minipods.checkpoint import write_atomic
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, "".join(json.dumps(r) + "\n" for r in rows))
@@ -146,9 +149,6 @@ def resolve_adapter(path: str) -> tuple[Path, dict | None]:
 
 
 def main(argv=None) -> int:
-    from minipods.data import DataNotFoundError, load_task
-    from minipods.model import DEFAULT_MODEL, ModelNotFoundError, default_device, load_policy, resolve_model
-
     prog = "minipods.evaluate"
     try:
         cfg = EvalConfig(**overrides(build_parser().parse_args(argv), EvalConfig))
@@ -169,7 +169,7 @@ def main(argv=None) -> int:
     temperature = cfg.temperature
     res = evaluate_items(model, tok, items, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size,
                          samples=cfg.samples, temperature=temperature, max_prompt_tokens=cfg.max_prompt_tokens,
-                         progress=cfg.progress)
+                         progress=cfg.progress, fast=cfg.fast)
     if cfg.output:
         write_rows(cfg.output, [{"index": i, **row} for i, row in enumerate(res["rows"])])
     decoding = "greedy" if temperature == 0 else f"sampled at T={temperature:g}, {cfg.samples} sample(s) per question, averaged"

@@ -17,16 +17,9 @@ recomputed in backward instead of stored. The full (batch x length x vocab) log-
 materialised. Micro-batches with gradient accumulation bound memory by `micro_batch_size`; the
 update's cost grows with m (kept rollouts), not n.
 
-Shared prompts: the m kept rows of one prompt share its tokens, so the backbone runs each distinct
-prompt of a micro-batch once and its rows' completions attend to that one pass (its keys/values
-expanded to the rows with autograd, so the gradient flows back through the prompt pass exactly as
-through m copies of it). Same log-probs and gradient, ~1.5x less work at the --small shape.
-Micro-batches stay runs of `micro_batch_size` consecutive rows (rows are group-major), so memory
-bounds and the accumulated full-batch gradient are as before; a group split across two
-micro-batches is run once in each, so a micro_batch_size that is a multiple of m shares the most.
-It falls back to one pass per row where it does not apply: gradient checkpointing (transformers
-drops the KV cache inside checkpointed layers), models whose cache is not a plain DynamicCache
-(e.g. sliding-window layers), or rows of one group with different prompt tokens.
+This file runs every kept row as one [prompt | completion] sequence: the plain reference.
+`minipods.fast.update.shared_logprobs` (passed as `logprob_fn`) runs each distinct prompt once
+instead, with the same log-probs and gradient; `python -m minipods.train` uses it unless `--no-fast`.
 """
 
 from __future__ import annotations
@@ -36,8 +29,8 @@ import math
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from minipods.model import gradient_checkpointing_on
-from minipods.rollouts import Rollouts
+from minipods.model import base_model_of
+from minipods.rollouts import Rollouts, positions_from_mask
 
 
 # ---------------------------------------------------------------- advantages
@@ -66,64 +59,22 @@ def _chunk_logprobs(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor
     return logits.gather(1, targets[:, None]).squeeze(1) - torch.logsumexp(logits, dim=-1)
 
 
-def _backbone_and_head(model):
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+def backbone_and_head(model):
+    """(the transformer without its LM head, the LM head) of a plain or peft model."""
+    base = base_model_of(model)
     return base.get_decoder(), base.get_output_embeddings()
 
 
-def _shared_prompt_states(backbone, ids, am, pos, P: int, group: torch.Tensor) -> torch.Tensor | None:
-    """(B, C, H) hidden states predicting the completion tokens, with each distinct prompt run once;
-    None where this does not apply (then the caller runs every row in full)."""
-    from transformers import DynamicCache
-    from transformers.cache_utils import DynamicLayer
-
-    group = group.to(ids.device)
-    uniq, inv = torch.unique(group, return_inverse=True)  # inv (B,): row -> its distinct prompt
-    if len(uniq) == len(group) or P < 1:
-        return None  # one row per prompt: nothing to share
-    first = torch.stack([(group == g).nonzero()[0, 0] for g in uniq])  # (G,) one row per prompt
-    if not torch.equal(ids[:, :P], ids[first][inv, :P]) or not torch.equal(am[:, :P], am[first][inv, :P]):
-        return None
-    out = backbone(input_ids=ids[first, :P], attention_mask=am[first, :P], position_ids=pos[first, :P],
-                   use_cache=True)  # (G, P, H): each prompt once
-    cache = out.past_key_values
-    if type(cache) is not DynamicCache or any(type(layer) is not DynamicLayer for layer in cache.layers):
-        return None
-    # every row continues from its prompt's keys/values; indexing keeps the autograd graph, so the
-    # rows' gradients are summed into the one prompt pass
-    rows = DynamicCache(ddp_cache_data=[(layer.keys[inv], layer.values[inv]) for layer in cache.layers])
-    h_c = backbone(input_ids=ids[:, P:], attention_mask=am, position_ids=pos[:, P:], past_key_values=rows,
-                   use_cache=True).last_hidden_state  # (B, C, H)
-    h_last = out.last_hidden_state[:, -1][inv]  # (B, H): the last prompt position predicts token 0
-    return torch.cat([h_last[:, None], h_c[:, :-1]], 1)
-
-
-def token_logprobs(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, completion_ids: torch.Tensor,
-                   completion_mask: torch.Tensor, temperature: float = 1.0, chunk_tokens: int = 512,
-                   group: torch.Tensor | None = None) -> torch.Tensor:
-    """(B, C) log-probabilities of the completion tokens (0 where completion_mask is 0).
-
-    The backbone runs once on [prompt | completion]; logits are then formed only for the N real
-    completion tokens, `chunk_tokens` at a time (peak extra memory ~ chunk_tokens x vocab floats).
-    group (B,): the prompt index of each row (Rollouts.group); given, each distinct prompt runs
-    once and its rows' completions attend to it (see the module docstring).
-    """
-    backbone, head = _backbone_and_head(model)
-    device = next(model.parameters()).device
-    ids = torch.cat([prompt_ids, completion_ids], 1).to(device)  # (B, L) L = P + C
-    am = torch.cat([prompt_mask, completion_mask], 1).to(device)  # (B, L)
-    # positions count real tokens only, exactly as `generate` numbers them under left padding
-    pos = (am.cumsum(-1) - 1).clamp(min=0)
-    P = prompt_ids.shape[1]
-    h = None
-    if group is not None and not (torch.is_grad_enabled() and gradient_checkpointing_on(model)):
-        h = _shared_prompt_states(backbone, ids, am, pos, P, group)
-    if h is None:
-        h = backbone(input_ids=ids, attention_mask=am, position_ids=pos, use_cache=False).last_hidden_state  # (B, L, H)
-        h = h[:, P - 1:-1]  # (B, C, H): the state at t-1 predicts completion token t
+def logprobs_from_states(model, h: torch.Tensor, completion_ids: torch.Tensor, completion_mask: torch.Tensor,
+                         temperature: float = 1.0, chunk_tokens: int = 512) -> torch.Tensor:
+    """(B, C) log-probs of the completion tokens from h (B, C, H), the hidden state that predicts
+    each of them; 0 where completion_mask is 0. Logits are formed only for the N real tokens,
+    `chunk_tokens` at a time (peak extra memory ~ chunk_tokens x vocab floats), and recomputed in
+    backward instead of stored."""
+    device = h.device
     cmask = completion_mask.to(device).bool()
     h_valid, y_valid = h[cmask], completion_ids.to(device)[cmask]  # (N, H), (N,)
-    w = head.weight
+    w = backbone_and_head(model)[1].weight
     out = []
     for s in range(0, h_valid.shape[0], chunk_tokens):
         hs, ys = h_valid[s:s + chunk_tokens], y_valid[s:s + chunk_tokens]
@@ -137,13 +88,34 @@ def token_logprobs(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, c
     return logp
 
 
+def token_logprobs(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, completion_ids: torch.Tensor,
+                   completion_mask: torch.Tensor, temperature: float = 1.0, chunk_tokens: int = 512) -> torch.Tensor:
+    """(B, C) log-probabilities of the completion tokens (0 where completion_mask is 0): the
+    backbone runs once on each row's [prompt | completion], then `logprobs_from_states`."""
+    backbone, _ = backbone_and_head(model)
+    device = next(model.parameters()).device
+    ids = torch.cat([prompt_ids, completion_ids], 1).to(device)  # (B, L) L = P + C
+    am = torch.cat([prompt_mask, completion_mask], 1).to(device)  # (B, L)
+    h = backbone(input_ids=ids, attention_mask=am, position_ids=positions_from_mask(am),
+                 use_cache=False).last_hidden_state  # (B, L, H)
+    P = prompt_ids.shape[1]
+    h = h[:, P - 1:-1]  # (B, C, H): the state at t-1 predicts completion token t
+    return logprobs_from_states(model, h, completion_ids, completion_mask, temperature, chunk_tokens)
+
+
+def rollout_logprobs(model, mb: Rollouts, temperature: float = 1.0, chunk_tokens: int = 512) -> torch.Tensor:
+    """`token_logprobs` of a Rollouts batch: the plain `logprob_fn` of `grpo_update`."""
+    return token_logprobs(model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask,
+                          temperature, chunk_tokens)
+
+
 def naive_token_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=1.0):
     """Reference implementation: full-vocabulary log-softmax over the whole batch (memory hungry)."""
     device = next(model.parameters()).device
     ids = torch.cat([prompt_ids, completion_ids], 1).to(device)
     am = torch.cat([prompt_mask, completion_mask], 1).to(device)
-    pos = (am.cumsum(-1) - 1).clamp(min=0)
-    logits = model(input_ids=ids, attention_mask=am, position_ids=pos, use_cache=False).logits  # (B, L, V)
+    logits = model(input_ids=ids, attention_mask=am, position_ids=positions_from_mask(am),
+                   use_cache=False).logits  # (B, L, V)
     P = prompt_ids.shape[1]
     logp_all = torch.log_softmax(logits[:, P - 1:-1].float() / temperature, dim=-1)  # (B, C, V)
     logp = logp_all.gather(2, completion_ids.to(device)[..., None]).squeeze(-1)
@@ -188,13 +160,14 @@ def _micro_batches(batch: Rollouts, size: int):
 
 def grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, micro_batch_size: int = 4,
                 clip_eps: float = 0.2, beta: float = 0.0, temperature: float = 1.0, max_grad_norm: float | None = 1.0,
-                update_epochs: int = 1, chunk_tokens: int = 512, share_prompts: bool = True) -> dict:
+                update_epochs: int = 1, chunk_tokens: int = 512, logprob_fn=None) -> dict:
     """Update the policy on `batch` (the kept rollouts) with per-row `advantages` (B,).
 
     Gradients are accumulated over micro-batches of `micro_batch_size` sequences. A non-finite
     loss or gradient norm skips the optimizer step (counted in the returned `skipped`).
-    share_prompts: run each distinct prompt of a micro-batch once (module docstring); False runs
-    every [prompt | completion] row in full (same result, more work).
+    logprob_fn(model, mb, temperature, chunk_tokens) -> (b, C) log-probs of a micro-batch: None is
+    `rollout_logprobs` (one pass per row); minipods.fast.update.shared_logprobs gives the same
+    values with each distinct prompt run once.
     Returns loss, grad_norm, kl, clip_frac, skipped.
     """
     num_tokens = max(int(batch.completion_mask.sum()), 1)
@@ -202,9 +175,10 @@ def grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, mic
     mbs = [batch.select(ix) for ix in _micro_batches(batch, micro_batch_size)]
     advs = [advantages[ix] for ix in _micro_batches(batch, micro_batch_size)]
 
+    logprob_fn = logprob_fn or rollout_logprobs
+
     def logp_of(mb):
-        return token_logprobs(model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask,
-                              temperature, chunk_tokens, mb.group if share_prompts else None)
+        return logprob_fn(model, mb, temperature, chunk_tokens)
 
     ref, old = [None] * len(mbs), [None] * len(mbs)
     with torch.no_grad():

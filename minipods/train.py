@@ -2,11 +2,13 @@
 
 Paper, Algorithm 1 (PODS), one iteration per training step (`run_step`):
     1. sample `prompts_per_step` training questions (`step_items`);
-    2. inference phase: generate n rollouts per question (batched `generate`, minipods.rollouts);
+    2. inference phase: generate n rollouts per question (batched `generate`: minipods.rollouts is
+       the plain reference, minipods.fast.rollouts the same contract faster, used unless --no-fast);
     3. score them with the verifiable reward (correctness + format, minipods.rewards);
     4. down-sample: keep m of the n rollouts per question with a rule (`select_kept`:
        max_variance, the paper's choice; max_reward; random). `--method grpo` keeps all (n = m);
-    5. policy-update phase: one GRPO update on the kept rollouts only (minipods.grpo).
+    5. policy-update phase: one GRPO update on the kept rollouts only (minipods.grpo; with --fast,
+       each distinct prompt runs once: minipods.fast.update).
 `train` repeats it, with evaluation, checkpoints and exact resume around it (minipods.checkpoint).
 The paper's single-GPU recipe is `--preset paper`; `--preset consumer` scales it to an 8-12 GB card
 (Qwen2.5-1.5B); `--small` is sized for a 2-core CPU and the offline default model.
@@ -18,7 +20,7 @@ eval/step_NNNNN.jsonl (one row per held-out question of each evaluation: index, 
 learning_curve.png (reward, accuracy, completion length per step), config.json (every setting and the data source used), checkpoint/ (LoRA adapter, optimizer, RNG
 states, step; written atomically every `save_every` steps and on Ctrl-C), adapter/ (final). The
 last line printed compares the first and the last evaluation on the same questions, with a paired
-95% interval (minipods.results.paired_difference).
+95% interval (minipods.analysis.stats.paired_difference).
 """
 
 from __future__ import annotations
@@ -35,15 +37,18 @@ import numpy as np
 import torch
 
 from minipods import checkpoint as ckpt_io
+from minipods import rollouts
+from minipods.analysis.results import format_change, learning_change
+from minipods.checkpoint import eval_path, eval_steps
 from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
-from minipods.data import build_prompt, load_task
-from minipods.downsample import RULES, downsample
+from minipods.data import build_prompt, check_level, load_task
+from minipods.downsample import RULES, select_groups
+from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
+from minipods.fast.update import shared_logprobs
 from minipods.grpo import group_advantages, grpo_update
-from minipods.memory import peak_mb
-from minipods.model import DEFAULT_MODEL, ModelNotFoundError, default_device, load_policy
-from minipods.results import eval_path, eval_steps, format_change, learning_change
+from minipods.measure.memory import peak_mb
+from minipods.model import DEFAULT_MODEL, QUANTIZE, ModelNotFoundError, default_device, load_policy, resolve_model
 from minipods.rewards import is_full_format, score_completions
-from minipods.rollouts import generate_rollouts
 
 
 @dataclass
@@ -59,7 +64,9 @@ class TrainConfig:
     lora_r: int = setting(64, "LoRA rank (paper: 64)")
     lora_alpha: int = setting(64, "LoRA alpha (paper: 64)")
     lora_dropout: float = setting(0.0, "LoRA dropout")
-    gradient_checkpointing: bool = setting(False, "recompute activations in backward (less memory, ~30% slower)")
+    gradient_checkpointing: bool = setting(False, "recompute activations in backward (less memory, slower)")
+    fast: bool = setting(True, "the fast engine (minipods.fast: shared prefill, inverse-CDF sampler, folded "
+                               "inference copy, shared-prompt update); --no-fast runs the plain reference")
     # PODS
     method: str = setting("pods", "grpo (update on all n rollouts, m = n) | pods (generate n, update on m)")
     n: int = setting(16, "rollouts generated per prompt")
@@ -107,15 +114,14 @@ class TrainConfig:
 
 
 PRESETS = {
-    # CPU-sized: ~9 min on 2 cores with SmolLM2-135M (README "What --small does here" has the run and
-    # the ablation). The synthetic word problems are the default task because the 135M model almost
+    # CPU-sized, for SmolLM2-135M (docs/results.md has the measured run and the ablation). The synthetic word problems are the default task because the 135M model almost
     # never solves GSM8K (no reward signal). 64-token completions: the base model rambles past its
     # answer, and a completion cut off before the answer earns nothing, so the policy learns to answer
     # within the budget; shorter rollouts also make every step cheaper. lr is higher than the paper's
     # because the run is ~100x shorter and the model ~20x smaller; temperature 0.7 because a 135M model
-    # sampled at 0.9 rarely finishes a correct answer. dtype auto = float32 on a CPU (bf16 matmuls are
-    # ~8x slower than float32 ones on CPUs without native bf16, like this one; pass --dtype bfloat16
-    # on AMX / AVX512-BF16 CPUs). Evaluation on 128 held-out questions at steps 0 and 16.
+    # sampled at 0.9 rarely finishes a correct answer. dtype auto = float32 on a CPU: the same numbers on
+    # every CPU (bf16 is much slower on CPUs without native bf16 matmuls). Evaluation on 128 held-out
+    # questions at steps 0 and 16.
     "small": dict(model=DEFAULT_MODEL, data="synthetic", n=8, m=4, prompts_per_step=4, max_new_tokens=64,
                   max_prompt_tokens=256, temperature=0.7, lr=5e-4, max_grad_norm=1.0, lora_r=16, lora_alpha=32,
                   max_steps=16, micro_batch_size=4, eval_every=16, eval_limit=128, eval_max_new_tokens=64,
@@ -125,7 +131,7 @@ PRESETS = {
                   optimizer="auto", adam_beta1=0.9, adam_beta2=0.99, weight_decay=0.1, max_grad_norm=0.1,
                   temperature=0.9, max_prompt_tokens=512, max_new_tokens=512, n=64, m=16, prompts_per_step=8,
                   max_steps=400, eval_every=25, eval_limit=500, micro_batch_size=4, gradient_checkpointing=True),
-    # The paper's recipe scaled to an 8-12 GB card (docs/gpu.md has the memory arithmetic): the
+    # The paper's recipe scaled to an 8-12 GB card (docs/gpu.md): the
     # 1.5B model in 4 bits, n=16 -> m=4 per prompt, micro-batch 2, 32 sequences per generate call.
     # LoRA, optimiser, lengths and sampling as in the paper; GRPO's arm is n = m = 4.
     "consumer": dict(model="Qwen/Qwen2.5-1.5B-Instruct", quantize="4bit", lora_r=64, lora_alpha=64, lr=5e-6,
@@ -138,9 +144,9 @@ PRESETS = {
 
 def make_config(preset: str | None = None, **overrides) -> TrainConfig:
     """Preset values, then explicit overrides; `method="grpo"` sets n = m (from whichever was given)."""
-    values = dict(PRESETS[preset]) if preset else {}
     if preset and preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
+    values = dict(PRESETS[preset]) if preset else {}
     explicit = {k: v for k, v in overrides.items() if v is not None}
     values.update(explicit)
     if values.get("method") == "grpo" and not ("n" in explicit and "m" in explicit):
@@ -171,10 +177,9 @@ def validate(cfg: TrainConfig) -> None:
         bad(f"--adv-norm must be kept or all, got {cfg.adv_norm!r}")
     if cfg.data not in ("gsm8k", "synthetic"):
         bad(f"--data must be gsm8k or synthetic, got {cfg.data!r}")
-    if cfg.synthetic_level not in (0, 1, 2):
-        bad(f"--synthetic-level must be 0, 1 or 2, got {cfg.synthetic_level}")
-    if cfg.quantize not in ("none", "4bit"):
-        bad(f"--quantize must be none or 4bit, got {cfg.quantize!r}")
+    check_level(cfg.synthetic_level)
+    if cfg.quantize not in QUANTIZE:
+        bad(f"--quantize must be {' or '.join(QUANTIZE)}, got {cfg.quantize!r}")
     if cfg.optimizer not in ("auto", "adamw", "adamw8bit"):
         bad(f"--optimizer must be auto, adamw or adamw8bit, got {cfg.optimizer!r}")
     for name in ("prompts_per_step", "max_new_tokens", "max_steps", "micro_batch_size", "update_epochs",
@@ -206,8 +211,7 @@ def select_kept(rewards: torch.Tensor, n: int, m: int, rule: str, seed: int, ste
     """The flat row indices (into the P*n rollouts, group-major) of the m rollouts kept per prompt,
     in increasing order: exactly the rows the update trains on. rewards: (P*n,)."""
     gen = np.random.default_rng([seed, step, 7])  # the random rule is reproducible per step
-    return [g * n + i for g in range(len(rewards) // n)
-            for i in sorted(downsample(rewards[g * n:(g + 1) * n].tolist(), m, rule, generator=gen))]
+    return select_groups(rewards, n, m, rule, generator=gen)
 
 
 def run_step(model, tok, optimizer, cfg: TrainConfig, items: list[dict], step: int) -> dict:
@@ -215,9 +219,10 @@ def run_step(model, tok, optimizer, cfg: TrainConfig, items: list[dict], step: i
     t0 = time.perf_counter()
     batch = step_items(items, step, cfg.prompts_per_step, cfg.seed)  # 1. questions
     prompts = [build_prompt(tok, it["question"]) for it in batch]
-    ro = generate_rollouts(model, tok, prompts, cfg.n, max_new_tokens=cfg.max_new_tokens,  # 2. P*n rollouts
-                           temperature=cfg.temperature, top_p=cfg.top_p, batch_size=cfg.gen_batch_size,
-                           max_prompt_tokens=cfg.max_prompt_tokens)
+    generate = fast_generate_rollouts if cfg.fast else rollouts.generate_rollouts
+    ro = generate(model, tok, prompts, cfg.n, max_new_tokens=cfg.max_new_tokens,  # 2. P*n rollouts
+                  temperature=cfg.temperature, top_p=cfg.top_p, batch_size=cfg.gen_batch_size,
+                  max_prompt_tokens=cfg.max_prompt_tokens)
     ckpt_io.fault_point("step:rollouts")
     golds = [it["gold"] for it in batch for _ in range(cfg.n)]
     sc = score_completions(ro.texts, golds)  # 3. rewards
@@ -232,7 +237,7 @@ def run_step(model, tok, optimizer, cfg: TrainConfig, items: list[dict], step: i
     upd = grpo_update(model, optimizer, kept_batch, adv, micro_batch_size=cfg.micro_batch_size,  # 5. update
                       clip_eps=cfg.clip_eps, beta=cfg.beta, temperature=cfg.temperature,
                       max_grad_norm=cfg.max_grad_norm or None, update_epochs=cfg.update_epochs,
-                      chunk_tokens=cfg.logprob_chunk)
+                      chunk_tokens=cfg.logprob_chunk, logprob_fn=shared_logprobs if cfg.fast else None)
     t2 = time.perf_counter()
     ckpt_io.fault_point("step:update")
     r_groups = rewards.view(-1, cfg.n)  # (P, n)
@@ -271,7 +276,7 @@ def _evaluate(model, tok, eval_items, cfg, out: Path, step: int) -> dict:
     (atomic: a kill leaves the whole file or none; a resumed step rewrites it)."""
     from minipods.evaluate import evaluate_items, write_rows
     res = evaluate_items(model, tok, eval_items, max_new_tokens=cfg.eval_max_new_tokens or cfg.max_new_tokens,
-                         batch_size=cfg.eval_batch_size, max_prompt_tokens=cfg.max_prompt_tokens)
+                         batch_size=cfg.eval_batch_size, max_prompt_tokens=cfg.max_prompt_tokens, fast=cfg.fast)
     write_rows(eval_path(out, step), [{"index": i, "gold": r["gold"], "pred": r["extracted"][0],
                                        "correct": int(r["correct"])} for i, r in enumerate(res["rows"])])
     return {"eval_accuracy": res["accuracy"], "eval_format_rate": res["format_rate"], "eval_s": res["seconds"],
@@ -286,84 +291,104 @@ def train(cfg: TrainConfig, model=None, tokenizer=None) -> Path:
         return _train_locked(cfg, out, model, tokenizer)
 
 
-def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
-    metrics_path = out / "metrics.jsonl"
+def _checkpoint_to_resume(cfg: TrainConfig, out: Path) -> dict | None:
+    """The checkpoint that --resume continues from (None: start at step 1); checked before any work."""
     ck = ckpt_io.load_checkpoint(out) if cfg.resume else None
     if cfg.resume and ck is None:
         print(f"minipods.train: --resume: no checkpoint in {out}, starting from step 1", file=sys.stderr)
-    if not cfg.resume and metrics_path.exists():
+    if not cfg.resume and (out / "metrics.jsonl").exists():
         raise ckpt_io.RunError(f"{out} already holds a run (metrics.jsonl); use --resume or another --output-dir")
+    return ck
+
+
+def _restore(ck: dict | None, out: Path, model, optimizer, device: str) -> dict:
+    """The run's counters after checkpoint `ck` ({step, elapsed_s, nonfinite_skips}; zeros for a
+    fresh run), with the adapter, optimizer and RNG restored exactly as they were then. Metrics rows
+    and evaluation files of steps after it (a hard kill) are dropped: those steps run again."""
+    metrics_path = out / "metrics.jsonl"
+    state = {"step": 0, "elapsed_s": 0.0, "nonfinite_skips": 0}
+    if ck is not None:
+        from peft import set_peft_model_state_dict
+        set_peft_model_state_dict(model, {k: v.to(device) for k, v in ck["adapter"].items()})
+        state = {k: ck["state"][k] for k in state}
+        optimizer.load_state_dict(ck["trainer"]["optimizer"])
+        ckpt_io.set_rng_state(ck["trainer"]["rng"])
+        rows = [r for r in ckpt_io.read_log(metrics_path) if r["step"] <= state["step"]]
+        ckpt_io.write_atomic(metrics_path, "".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        ckpt_io.write_atomic(metrics_path, "")
+    for k in eval_steps(out):
+        if k > state["step"]:
+            eval_path(out, k).unlink()
+    return state
+
+
+def _setup(cfg: TrainConfig, model, tokenizer):
+    """Seeds, data and policy: (items, eval_items, data source, model, tokenizer, device)."""
     random.seed(cfg.seed)
     np.random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     items, source = load_task(cfg.data, "train", cfg.data_dir, seed=cfg.seed, level=cfg.synthetic_level)
-    eval_items = load_task(cfg.data, "test", cfg.data_dir, limit=cfg.eval_limit, seed=cfg.seed, notice=False,
-                           level=cfg.synthetic_level)[0] \
-        if cfg.eval_every and cfg.eval_limit else []
-
-    device = default_device() if cfg.device == "auto" else cfg.device
+    eval_items = []
+    if cfg.eval_every and cfg.eval_limit:
+        eval_items = load_task(cfg.data, "test", cfg.data_dir, limit=cfg.eval_limit, seed=cfg.seed, notice=False,
+                               level=cfg.synthetic_level)[0]
     if model is None:
         model, tokenizer = load_policy(cfg.model, quantize=cfg.quantize, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
-                                       lora_dropout=cfg.lora_dropout, dtype=cfg.dtype, device=device,
+                                       lora_dropout=cfg.lora_dropout, dtype=cfg.dtype,
+                                       device=default_device() if cfg.device == "auto" else cfg.device,
                                        gradient_checkpointing=cfg.gradient_checkpointing)
-    device = str(next(model.parameters()).device)
-    optimizer = make_optimizer(model, cfg, device)
+    return items, eval_items, source, model, tokenizer, str(next(model.parameters()).device)
 
-    start, elapsed, skipped_total = 0, 0.0, 0
-    if ck is not None:  # restore adapter, optimizer and RNG exactly as they were after step `start`
-        from peft import set_peft_model_state_dict
-        set_peft_model_state_dict(model, {k: v.to(device) for k, v in ck["adapter"].items()})
-        st = ck["state"]
-        start, elapsed, skipped_total = st["step"], st["elapsed_s"], st["nonfinite_skips"]
-        optimizer.load_state_dict(ck["trainer"]["optimizer"])
-        ckpt_io.set_rng_state(ck["trainer"]["rng"])
-        # rows of steps after the checkpoint (a hard kill) are dropped: those steps run again
-        rows = [r for r in ckpt_io.read_log(metrics_path) if r["step"] <= start]
-        ckpt_io.write_atomic(metrics_path, "".join(json.dumps(r) + "\n" for r in rows))
-    else:
-        ckpt_io.write_atomic(metrics_path, "")
-    for k in eval_steps(out):  # evaluations after the checkpoint run again with their steps
-        if k > start:
-            eval_path(out, k).unlink()
+
+def _progress_bar(cfg: TrainConfig, start: int):
+    if not cfg.progress:
+        return None
+    from tqdm.auto import tqdm
+    return tqdm(total=cfg.max_steps, initial=start, desc=f"{cfg.method} n={cfg.n} m={cfg.m}", unit="step")
+
+
+def _show(bar, row: dict) -> None:
+    if bar is not None:
+        bar.update(1)
+        post = {"reward": f"{row['reward_mean']:.3f}", "acc": f"{row['correct_frac']:.2f}"}
+        if "eval_accuracy" in row:
+            post["eval"] = f"{row['eval_accuracy']:.3f}"
+        bar.set_postfix(post)
+
+
+def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
+    ck = _checkpoint_to_resume(cfg, out)
+    items, eval_items, source, model, tokenizer, device = _setup(cfg, model, tokenizer)
+    optimizer = make_optimizer(model, cfg, device)
+    st = _restore(ck, out, model, optimizer, device)
     ckpt_io.write_atomic(out / "config.json", json.dumps({**asdict(cfg), "device": device, "data_source": source,
                                                           "num_train_items": len(items)}, indent=1))
-
-    if eval_items and start == 0:
-        ckpt_io.append_row(metrics_path, {"step": 0, "elapsed_s": 0.0, **_evaluate(model, tokenizer, eval_items, cfg, out, 0)})
-
-    def save(step):
-        ckpt_io.save_checkpoint(out, model, optimizer, {"step": step, "elapsed_s": elapsed,
-                                                        "nonfinite_skips": skipped_total})
-
-    bar = None
-    if cfg.progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=cfg.max_steps, initial=start, desc=f"{cfg.method} n={cfg.n} m={cfg.m}", unit="step")
-    step, last_saved = start, start
+    metrics_path = out / "metrics.jsonl"
+    if eval_items and st["step"] == 0:
+        ckpt_io.append_row(metrics_path, {"step": 0, "elapsed_s": 0.0,
+                                          **_evaluate(model, tokenizer, eval_items, cfg, out, 0)})
+    step = last_saved = st["step"]
+    bar = _progress_bar(cfg, step)
     try:
         with ckpt_io.sigterm_as_interrupt():
-            while step < cfg.max_steps and not (cfg.budget_s and elapsed >= cfg.budget_s):
+            while step < cfg.max_steps and not (cfg.budget_s and st["elapsed_s"] >= cfg.budget_s):
                 row = run_step(model, tokenizer, optimizer, cfg, items, step + 1)
-                step += 1
-                elapsed += row["step_s"]
-                skipped_total += row["skipped"]
-                row.update(elapsed_s=elapsed, nonfinite_skips=skipped_total, peak_mem_mb=peak_mb(device))
-                final = step >= cfg.max_steps or (cfg.budget_s and elapsed >= cfg.budget_s)
-                if eval_items and (step % cfg.eval_every == 0 or final):
+                step = st["step"] = step + 1
+                st["elapsed_s"] += row["step_s"]
+                st["nonfinite_skips"] += row["skipped"]
+                row.update(elapsed_s=st["elapsed_s"], nonfinite_skips=st["nonfinite_skips"], peak_mem_mb=peak_mb(device))
+                final = step >= cfg.max_steps or (cfg.budget_s and st["elapsed_s"] >= cfg.budget_s)
+                if eval_items and (step % cfg.eval_every == 0 or final):  # evaluate if due
                     row.update(_evaluate(model, tokenizer, eval_items, cfg, out, step))
                 ckpt_io.append_row(metrics_path, row)
-                if step % cfg.save_every == 0 or final:
-                    save(step)
+                if step % cfg.save_every == 0 or final:  # save if due
+                    ckpt_io.save_checkpoint(out, model, optimizer, dict(st))
                     last_saved = step
-                if bar is not None:
-                    bar.update(1)
-                    post = {"reward": f"{row['reward_mean']:.3f}", "acc": f"{row['correct_frac']:.2f}"}
-                    if "eval_accuracy" in row:
-                        post["eval"] = f"{row['eval_accuracy']:.3f}"
-                    bar.set_postfix(post)
+                _show(bar, row)
     except KeyboardInterrupt:
         if step > last_saved:
-            save(step)
+            ckpt_io.save_checkpoint(out, model, optimizer, dict(st))
         print(f"\nminipods.train: interrupted after step {step}; checkpoint saved. Continue with --resume.",
               file=sys.stderr)
         raise
@@ -378,7 +403,7 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
 def report_learning(out: Path) -> None:
     """The run's last words: first vs. last evaluation on the same questions (one line, paired
     interval) and learning_curve.png (reward, accuracy, completion length per step)."""
-    from minipods.plots import plot_learning_curve
+    from minipods.analysis.plots import plot_learning_curve
     plot_learning_curve(out, out / "learning_curve.png")
     change = learning_change(out)
     if change is not None:
@@ -406,7 +431,6 @@ def main(argv=None) -> int:
     try:
         cfg = config_from_args(argv)
         if cfg.model != DEFAULT_MODEL:
-            from minipods.model import resolve_model
             resolve_model(cfg.model)  # a missing path fails here, before any work
         out = train(cfg)
     except KeyboardInterrupt:

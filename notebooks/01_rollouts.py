@@ -30,14 +30,9 @@
 # Qwen2.5-3B-Instruct. `MINIPODS_NB_SMALL=1` shrinks every size below.
 
 # %%
-import os, sys, time, warnings
-from pathlib import Path
+import os, time, warnings
 
-try:
-    import minipods  # installed (`pip install -e .`) or on PYTHONPATH
-except ImportError:  # a plain checkout: notebooks/ sits next to the minipods/ package
-    sys.path.insert(0, str(Path.cwd().parent))
-    import minipods
+import minipods  # installed by scripts/setup.sh (pip install -e .)
 
 import numpy as np
 import torch

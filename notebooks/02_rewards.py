@@ -24,14 +24,9 @@
 # all equal gives GRPO **no learning signal**.
 
 # %%
-import os, sys, time, warnings
-from pathlib import Path
+import os, time, warnings
 
-try:
-    import minipods  # installed (`pip install -e .`) or on PYTHONPATH
-except ImportError:  # a plain checkout: notebooks/ sits next to the minipods/ package
-    sys.path.insert(0, str(Path.cwd().parent))
-    import minipods
+import minipods  # installed by scripts/setup.sh (pip install -e .)
 
 import numpy as np
 import torch
@@ -133,7 +128,7 @@ for name, text, want in fmt_cases:
 # %%
 from minipods.model import load_policy
 from minipods.data import build_prompt, synthetic_problems
-from minipods.rollouts import generate_rollouts
+from minipods.fast.rollouts import generate_rollouts  # minipods.fast: the plain engine's distribution, less time
 from minipods.rewards import score_completions
 
 model, tok = load_policy()

@@ -22,14 +22,9 @@
 # max-reward and random rules. No model is needed.
 
 # %%
-import os, sys, time, warnings
-from pathlib import Path
+import os, time, warnings
 
-try:
-    import minipods  # installed (`pip install -e .`) or on PYTHONPATH
-except ImportError:  # a plain checkout: notebooks/ sits next to the minipods/ package
-    sys.path.insert(0, str(Path.cwd().parent))
-    import minipods
+import minipods  # installed by scripts/setup.sh (pip install -e .)
 
 import numpy as np
 import torch
@@ -288,7 +283,7 @@ assert torch.allclose(a_format, a_correct, atol=0.02)
 #
 # The paper argues that max-variance keeps the strongest *contrastive* signal. We can measure how much of
 # the full-$n$ update direction each rule keeps. On one fixed pool of $n$ real SmolLM2 rollouts per
-# prompt (synthetic word problems, binary correctness rewards), `minipods.gradients` computes the GRPO
+# prompt (synthetic word problems, binary correctness rewards), `minipods.analysis.gradients` computes the GRPO
 # gradient of the LoRA weights for
 #
 # * the **full pool**: all $n$ rollouts, advantages standardised over the $n$;
@@ -303,11 +298,11 @@ assert torch.allclose(a_format, a_correct, atol=0.02)
 # so this is the gradient of a first update: only $B$ receives one.)
 
 # %%
-from minipods import gradients
+from minipods.analysis import gradients
 from minipods.data import build_prompt, synthetic_problems
 from minipods.model import load_policy
 from minipods.rewards import score_completions
-from minipods.rollouts import generate_rollouts
+from minipods.fast.rollouts import generate_rollouts  # minipods.fast: the plain engine's distribution, less time
 
 P8, N8, NEW8, RANK8 = (2, 6, 40, 8) if SMALL else (6, 16, 96, 16)
 MS8 = [2, 4] if SMALL else [2, 4, 8]

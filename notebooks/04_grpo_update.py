@@ -20,14 +20,9 @@
 # what 4-bit quantisation + LoRA (QLoRA, the paper's setting) save.
 
 # %%
-import os, sys, time, warnings
-from pathlib import Path
+import os, time, warnings
 
-try:
-    import minipods  # installed (`pip install -e .`) or on PYTHONPATH
-except ImportError:  # a plain checkout: notebooks/ sits next to the minipods/ package
-    sys.path.insert(0, str(Path.cwd().parent))
-    import minipods
+import minipods  # installed by scripts/setup.sh (pip install -e .)
 
 import numpy as np
 import torch
@@ -55,7 +50,7 @@ print(f"{'SMALL' if SMALL else 'full'} mode | torch {torch.__version__} | {torch
 # %%
 from minipods.model import load_policy, count_parameters
 from minipods.data import build_prompt, synthetic_problems
-from minipods.rollouts import generate_rollouts
+from minipods.fast.rollouts import generate_rollouts  # minipods.fast: the plain engine's distribution, less time
 from minipods.rewards import score_completions
 from minipods.train import select_kept
 from minipods.grpo import group_advantages
@@ -199,7 +194,7 @@ else:
 # measures time and the process's peak memory with repeats and fitted slopes.)
 
 # %%
-from minipods.memory import peak_saved_bytes  # exact bytes autograd holds for backward (allocator-independent)
+from minipods.measure.memory import peak_saved_bytes  # exact bytes autograd holds for backward (allocator-independent)
 
 micro = 2 if SMALL else 4                  # micro_batch_size of the update
 ms = [1, 2, 4] if SMALL else [1, 2, 4, 8, 16]
@@ -259,7 +254,8 @@ print(f"Qwen2.5-3B, r=64: {qwen_lora / 1e6:.0f}M trainable parameters (~{qwen_lo
 
 # %%
 import bitsandbytes as bnb
-from minipods.model import tiny_policy, generation_mode, is_4bit
+from minipods.model import generation_mode, is_4bit
+from minipods.twins.tiny import tiny_policy
 
 if SMALL:
     q_model, q_tok = tiny_policy(quantize="4bit")

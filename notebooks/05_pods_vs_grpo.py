@@ -18,8 +18,8 @@
 # reaches vanilla GRPO's ($n = m = 16$) peak test accuracy about **2× sooner in wall-clock time**
 # (at least 1.7× across all the benchmarks and hardware settings the paper tests).
 #
-# Here we run the same comparison in miniature with `minipods.compare` (each arm is a
-# `minipods.train` run with the same seed and data order) and draw it with `minipods.plots`. Then we
+# Here we run the same comparison in miniature with `minipods.analysis.compare` (each arm is a
+# `minipods.train` run with the same seed and data order) and draw it with `minipods.analysis.plots`. Then we
 # look at *where the time goes* and explain why, on this CPU, PODS does **not** win.
 #
 # | mode | model | task | arms |
@@ -33,14 +33,10 @@
 # in `runs/nb05` (`minipods.compare` skips arms marked done).
 
 # %%
-import os, sys, time, warnings
+import os, time, warnings
 from pathlib import Path
 
-try:
-    import minipods  # installed (`pip install -e .`) or on PYTHONPATH
-except ImportError:  # a plain checkout: notebooks/ sits next to the minipods/ package
-    sys.path.insert(0, str(Path.cwd().parent))
-    import minipods
+import minipods  # installed by scripts/setup.sh (pip install -e .)
 
 import numpy as np
 import torch
@@ -52,8 +48,8 @@ T0 = time.perf_counter()
 torch.manual_seed(0)
 print(f"{'SMALL' if SMALL else 'full'} mode | torch {torch.__version__} | {torch.get_num_threads()} CPU threads")
 from IPython.display import Image, Markdown, display
-from minipods import compare, plots
-from minipods.model import tiny_policy
+from minipods.analysis import compare, plots
+from minipods.twins.tiny import tiny_policy
 
 # %%
 saved = os.environ.get("MINIPODS_NB_COMPARE_DIR")
@@ -162,7 +158,7 @@ ax.legend(fontsize=8); ax.grid(alpha=0.3); plt.show()
 # %% [markdown]
 # ## 4. When PODS pays: a cost model measured here
 #
-# Two runs give one point per phase; a cost model needs the *lines*. `minipods.costmodel` times, on this
+# Two runs give one point per phase; a cost model needs the *lines*. `minipods.measure.costmodel` times, on this
 # machine, one batched `generate` of $k$ sequences for several $k$ and one GRPO update on $k$ kept
 # sequences for several $k$ (the same helpers as `python -m minipods.bench --parts costmodel`), fits
 #
@@ -180,8 +176,8 @@ ax.legend(fontsize=8); ax.grid(alpha=0.3); plt.show()
 # worth about $2 \times 1.35 = 2.7$ GRPO steps.
 
 # %%
-from minipods import costmodel
-from minipods.bench import BenchConfig, Context
+from minipods.measure import costmodel
+from minipods.measure.config import BenchConfig, Context
 from minipods.data import build_prompt, synthetic_problems
 
 if SMALL:  # the tiny random model: the mechanics only, in a few seconds

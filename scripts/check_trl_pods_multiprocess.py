@@ -23,8 +23,8 @@ from trl import GRPOConfig, GRPOTrainer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere without installing minipods
 from minipods.downsample import max_variance  # noqa: E402
 from minipods.grpo import group_advantages  # noqa: E402
-from minipods.model import tiny_policy  # noqa: E402
-from minipods.trl_pods import PODSGRPOConfig, PODSGRPOTrainer  # noqa: E402
+from minipods.scale.trl_pods import PODSGRPOConfig, PODSGRPOTrainer  # noqa: E402
+from minipods.twins.tiny import tiny_policy  # noqa: E402
 
 N, PROMPTS_PER_RANK = 4, 2
 REWARDS = [[1, 2, 3, 5], [0, 1, 1, 0], [2, 2, 2, 2], [0, 3, 1, 1], [4, 0, 0, 1], [1, 1, 0, 2], [3, 0, 3, 0],

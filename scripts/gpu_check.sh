@@ -103,7 +103,7 @@ stage setup 90 bash -c setup
 TEST_FILES=$(grep -l "pytest.mark.cuda" tests/test_*.py | tr '\n' ' ')
 # shellcheck disable=SC2086
 stage tests 150 "$PY" -m pytest -q -m cuda -p no:cacheprovider -o addopts="" -rA $TEST_FILES
-stage twin 150 "$PY" -c "import sys, time; t = time.time(); from minipods.model import twin_folder; \
+stage twin 150 "$PY" -c "import sys, time; t = time.time(); from minipods.twins.arch import twin_folder; \
 d = twin_folder(sys.argv[1]); print(f'twin folder {d}: {sum(f.stat().st_size for f in d.iterdir()) / 1e9:.2f} GB \
 in {time.time() - t:.0f} s')" "$MODEL"
 stage bench 240 "$PY" -m minipods.bench --parts cuda --cuda-model "$MODEL" --output "$RES/bench_cuda.json"

@@ -3,6 +3,8 @@ notebooks and subprocesses started from other folders find GSM8K too."""
 import os
 from pathlib import Path
 
+import pytest
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -15,8 +17,40 @@ def pytest_collection_modifyitems(config, items):
     cuda_items = [it for it in items if it.get_closest_marker("cuda")]
     if not cuda_items:
         return
-    import pytest
     import torch
     if not torch.cuda.is_available():
         for it in cuda_items:
             it.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
+
+
+def adapted_tiny(seed=0, std=0.02, dtype=None):
+    """The tiny policy with a seeded non-zero LoRA B, so the adapter (and any folding of it, and its
+    gradient) matters. Tests import it: `from conftest import adapted_tiny`."""
+    import torch
+
+    from minipods.twins.tiny import tiny_policy
+
+    model, tok = tiny_policy(seed=seed)
+    if dtype is not None:
+        model.to(dtype)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, std, generator=torch.Generator().manual_seed(1))
+    return model, tok
+
+
+
+@pytest.fixture(scope="module")
+def batch():
+    """8 sampled rollouts of the tiny policy: 2 prompts x n = 4 (group-major)."""
+    import torch
+
+    from minipods.data import build_prompt
+    from minipods.fast.rollouts import generate_rollouts
+    from minipods.twins.tiny import tiny_policy
+
+    model, tok = tiny_policy(seed=0)
+    torch.manual_seed(0)
+    prompts = [build_prompt(tok, q) for q in ["1+1?", "What is two plus three?"]]
+    return generate_rollouts(model, tok, prompts, 4, max_new_tokens=24, temperature=1.0)

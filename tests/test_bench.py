@@ -1,5 +1,5 @@
-"""Fast checks of minipods.bench (and bench_trl, bench_cuda, memory): fits, formatting, the memory meter,
-the parts on the tiny model, the CLI.
+"""Fast checks of minipods.measure (bench, speed, vs_trl, cuda_recipe, memory): fits, formatting, the memory
+meter, the parts on the tiny model, the CLI.
 No timing is asserted (the machine may be shared); only structure and numbers that must hold."""
 
 import json
@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-from minipods import bench, bench_cuda, bench_speed, bench_trl, memory
-from minipods.bench import (
-    BenchConfig, fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, format_table, run_bench,
-)
-from minipods.memory import MemoryMeter, run_worker
-from minipods.model import tiny_policy
+from minipods.measure import bench, common, cuda_recipe, memory, speed, vs_trl
+from minipods.measure.bench import run_bench
+from minipods.measure.common import fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, format_table
+from minipods.measure.config import BenchConfig
+from minipods.measure.memory import MemoryMeter, run_worker
+from minipods.twins.tiny import tiny_policy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,8 +61,8 @@ def test_number_formatting():
     assert fmt_mb(2048) == "2.00 GB"
     assert fmt_x(3) == "3.00x"
     assert fmt_x(float("nan")) == "n/a"
-    assert math.isnan(bench.ratio(1.0, 0.0))
-    assert bench.ratio(6.0, 2.0) == 3.0
+    assert math.isnan(common.ratio(1.0, 0.0))
+    assert common.ratio(6.0, 2.0) == 3.0
 
 
 def test_memory_meter_sees_an_allocation():
@@ -74,7 +74,7 @@ def test_memory_meter_sees_an_allocation():
 
 
 def test_part_select_small_n():
-    from minipods.bench_select import part_select, rows_select
+    from minipods.measure.selection import part_select, rows_select
 
     r = part_select([16, 256, 4096], seed=0, quick=True)
     assert r["sizes"] == [16, 256, 4096]
@@ -105,7 +105,7 @@ def test_parts_on_the_tiny_model():
     assert set(lp["runs"]) == {"plain", "grad_ckpt"}
     assert all(math.isfinite(x["chunked"]["peak_mb"]) for x in lp["runs"].values())
     assert not model.get_base_model().is_gradient_checkpointing  # switched back off
-    # the fast-vs-plain halves (bench_speed): ratios of the measured numbers, the roofline of the decoder
+    # the fast-vs-plain halves (measure/speed.py): ratios of the measured numbers, the roofline of the decoder
     fs = ro["speed"]
     assert fs["n"] == 4 and fs["prompts"] == 2 and 0 < fs["fast"]["tokens"] <= 2 * 4 * 6
     assert fs["ratio"] == pytest.approx(fs["fast"]["tokens_per_s"] / fs["plain"]["tokens_per_s"])
@@ -126,17 +126,17 @@ def test_parts_on_the_tiny_model():
 
 
 def test_trl_part_skips_without_trl(monkeypatch):
-    monkeypatch.setattr(bench_trl, "trl_available", lambda: False)
-    r = bench_trl.part_trl(BenchConfig(), "cpu")
+    monkeypatch.setattr(vs_trl, "trl_available", lambda: False)
+    r = vs_trl.part_trl(BenchConfig(), "cpu")
     assert r == {"skipped": "skipped (pip install -r requirements-trl.txt)"}
-    assert bench_trl.rows_trl(r) == [["trl", "minipods vs trl.GRPOTrainer", r["skipped"]]]
+    assert vs_trl.rows_trl(r) == [["trl", "minipods vs trl.GRPOTrainer", r["skipped"]]]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU skip message")
 def test_cuda_part_skips_on_cpu():
-    r = bench_cuda.part_cuda(BenchConfig())
+    r = cuda_recipe.part_cuda(BenchConfig())
     assert r["skipped"].startswith("skipped (no CUDA GPU")
-    assert bench_cuda.rows_cuda(r)[0][2] == r["skipped"]
+    assert cuda_recipe.rows_cuda(r)[0][2] == r["skipped"]
 
 
 def test_config_quick_and_overrides():
@@ -153,15 +153,15 @@ def test_config_quick_and_overrides():
 
 def test_roofline_arithmetic_on_known_numbers():
     # SmolLM2-135M-like decode step: 30 layers, 9 heads (3 KV) of 64, batch 32 at 128 cached tokens, bf16 cache
-    nbytes, flops = bench_speed.decode_step_cost(n_weights=134_000_000, weight_bytes=268_000_000, batch=32, layers=30,
-                                                 heads=9, kv_heads=3, head_dim=64, context=128, act_bytes=2)
+    nbytes, flops = speed.decode_step_cost(n_weights=134_000_000, weight_bytes=268_000_000, batch=32, layers=30,
+                                           heads=9, kv_heads=3, head_dim=64, context=128, act_bytes=2)
     kv = 32 * 30 * 2 * 3 * 64 * 128 * 2  # keys and values: 94,371,840 bytes
     assert nbytes == 268_000_000 + kv
     assert flops == 2 * 32 * 134_000_000 + 4 * 32 * 30 * 9 * 64 * 128  # 8.576 GFLOP + 0.283 GFLOP
-    r = bench_speed.roofline(nbytes, flops, mem_gbs=13.0, tflops=0.75)
+    r = speed.roofline(nbytes, flops, mem_gbs=13.0, tflops=0.75)
     assert r["memory_s"] == pytest.approx(362_371_840 / 13e9) and r["compute_s"] == pytest.approx(8_859_115_520 / 0.75e12)
     assert r["bound"] == "memory" and r["limit_s"] == r["memory_s"]  # 27.9 ms vs 11.8 ms
-    r = bench_speed.roofline(nbytes, flops, mem_gbs=13.0, tflops=0.1)  # a slow matmul: compute-bound, 88.6 ms
+    r = speed.roofline(nbytes, flops, mem_gbs=13.0, tflops=0.1)  # a slow matmul: compute-bound, 88.6 ms
     assert r["bound"] == "compute" and r["limit_s"] == pytest.approx(0.0885911552, rel=1e-9)
 
 
@@ -191,10 +191,10 @@ def test_cuda_rows_pass_fail_line():
                       "gen_tokens": 512},
          "gpu": "GPU", "update_s": 32.0, "update_s_per_sequence": 2.0, "sequences": 16, "peak_allocated_mb": 9000.0,
          "peak_reserved_mb": 11000.0, "fits_24gb": True, "gen_tokens_per_s": 900.0}
-    rows = bench_cuda.rows_cuda(r)
+    rows = cuda_recipe.rows_cuda(r)
     assert rows[1][2] == "~256.00 s/update"  # 128 sequences x 2 s
     assert rows[2][1].startswith("fits a 24 GB card") and rows[2][2] == "PASS"
-    assert bench_cuda.rows_cuda({**r, "fits_24gb": False})[2][2] == "FAIL"
+    assert cuda_recipe.rows_cuda({**r, "fits_24gb": False})[2][2] == "FAIL"
 
 
 def test_exact_cpu_memory_and_peak_rss():
@@ -216,7 +216,7 @@ def test_exact_cpu_memory_and_peak_rss():
 
 
 def test_memory_worker_on_a_saved_tiny_model(tmp_path):
-    from minipods.rollouts import generate_rollouts
+    from minipods.fast.rollouts import generate_rollouts
     model, tok = tiny_policy(seed=0, lora=False)
     model.save_pretrained(tmp_path / "tiny")
     tok.save_pretrained(tmp_path / "tiny")
@@ -224,7 +224,7 @@ def test_memory_worker_on_a_saved_tiny_model(tmp_path):
     ro = generate_rollouts(model, tok, ["[user]\n1+1?\n[assistant]\n"], 4, max_new_tokens=5)
     torch.save({k: getattr(ro, k) for k in ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask",
                                             "group", "n")}, tmp_path / "ro.pt")
-    r = run_worker("minipods.bench_memory:worker_memory",
+    r = run_worker("minipods.measure.bench_memory:worker_memory",
                    dict(model=str(tmp_path / "tiny"), dtype="float32", device="cpu", threads=1, seed=0, lora_r=4,
                         lora_alpha=8, rollouts=str(tmp_path / "ro.pt"), parts=["update", "logprob"], m_values=[2, 4],
                         micro_batch_size=2, logprob_batch=2, logprob_chunk=4))
@@ -236,7 +236,7 @@ def test_memory_worker_on_a_saved_tiny_model(tmp_path):
 
 PROBE = """
 import torch
-from minipods.memory import MemoryMeter, exact_memory_for_process, peak_mb, reset_peak, rss_mb
+from minipods.measure.memory import MemoryMeter, exact_memory_for_process, peak_mb, reset_peak, rss_mb
 
 def alloc(a):
     exact = exact_memory_for_process()
@@ -268,8 +268,8 @@ def test_memory_meter_in_a_fresh_worker(tmp_path, monkeypatch):
     assert r["delta_mb"] == pytest.approx(64, rel=0.1)
     assert abs(r["idle_mb"]) < 2
     assert r["grew_mb"] == pytest.approx(64, rel=0.1)
-    bad = run_worker("minipods.memory:no_such_function", {})
-    assert bad["error"].startswith("worker minipods.memory:no_such_function exited 1")
+    bad = run_worker("minipods.measure.memory:no_such_function", {})
+    assert bad["error"].startswith("worker minipods.measure.memory:no_such_function exited 1")
 
 
 def test_peak_saved_bytes_counts_activations_not_parameters():

@@ -1,12 +1,13 @@
-"""minipods.costmodel: fitted lines, step times, break-even arithmetic on known numbers; the bench part."""
+"""minipods.measure.costmodel: fitted lines, step times, break-even arithmetic on known numbers; the bench part."""
 
 import math
 
 import pytest
 
-from minipods import bench, costmodel as C
-from minipods.bench import BenchConfig, run_bench
-from minipods.model import tiny_policy
+from minipods.measure import bench, costmodel as C
+from minipods.measure.bench import run_bench
+from minipods.measure.config import BenchConfig
+from minipods.twins.tiny import tiny_policy
 
 
 def _model():

@@ -7,7 +7,7 @@ import pytest
 
 from minipods.data import (DataNotFoundError, ENV_DIR, SYSTEM_PROMPT, build_prompt, load_gsm8k, load_task,
                            synthetic_problems)
-from minipods.model import tiny_tokenizer
+from minipods.twins.tiny import tiny_tokenizer
 
 GSM8K_DIR = os.environ.get(ENV_DIR)
 needs_gsm8k = pytest.mark.skipif(not GSM8K_DIR, reason=f"{ENV_DIR} not set")

@@ -9,7 +9,7 @@ import torch
 
 from minipods import evaluate as ev
 from minipods.data import synthetic_problems
-from minipods.model import tiny_policy
+from minipods.twins.tiny import tiny_policy
 
 ITEMS = synthetic_problems(3, seed=1)
 
@@ -55,7 +55,7 @@ def test_evaluate_items_known_answer(tiny, monkeypatch):
         r.texts = texts
         return r
 
-    monkeypatch.setattr(ev, "generate_rollouts", fake_generate)
+    monkeypatch.setattr(ev, "fast_generate_rollouts", fake_generate)
     res = ev.evaluate_items(model, tok, ITEMS, samples=2, temperature=0.9)
     assert [r["correct"] for r in res["rows"]] == [0.5, 1.0, 0.0]
     assert res["accuracy"] == pytest.approx(0.5)

@@ -21,10 +21,11 @@ import torch
 
 import minipods.train as T
 from minipods import checkpoint as ck
-from minipods import compare
+from minipods.analysis import compare
 from minipods.grpo import group_advantages
-from minipods.model import tiny_policy
-from minipods.results import RunError, eval_steps, read_eval, read_log, read_rows
+from minipods.analysis.results import read_eval, read_rows
+from minipods.checkpoint import RunError, eval_steps, read_log
+from minipods.twins.tiny import tiny_policy
 
 TIMING = {"rollout_s", "update_s", "step_s", "elapsed_s", "tokens_per_s", "peak_mem_mb", "eval_s"}
 

@@ -1,4 +1,4 @@
-"""minipods.gradients: subset gradients through grpo_loss, their Gram-matrix cosines, silent groups."""
+"""minipods.analysis.gradients: subset gradients through grpo_loss, their Gram-matrix cosines, silent groups."""
 
 import itertools
 import math
@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from minipods import gradients as G
+from minipods.analysis import gradients as G
 from minipods.data import build_prompt
-from minipods.downsample import max_variance
-from minipods.model import tiny_policy
+from minipods.downsample import RULES, max_variance
 from minipods.rollouts import generate_rollouts
+from minipods.twins.tiny import tiny_policy
 
 N = 6
 
@@ -58,7 +58,7 @@ def test_cosines_are_one_for_the_pool_itself_and_bounded(setup):
             live = r["cos"][:2]
             assert np.all((live >= -1) & (live <= 1)), (m, rule)
             assert math.isnan(r["cos"][2])  # a silent pool has no direction to keep
-    for rule in G.RULES:  # m = n keeps the whole pool: cosine 1, norm equal to the full pool's
+    for rule in RULES:  # m = n keeps the whole pool: cosine 1, norm equal to the full pool's
         r = res["m"][N][rule]
         assert r["cos"][:2] == pytest.approx([1.0, 1.0], abs=1e-9)
         assert r["norm_ratio_mean"] == pytest.approx(1.0, abs=1e-9)

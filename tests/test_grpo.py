@@ -3,10 +3,9 @@ import math
 import pytest
 import torch
 
-from minipods.data import build_prompt
+from conftest import adapted_tiny
 from minipods.grpo import group_advantages, grpo_loss, grpo_update, naive_token_logprobs, token_logprobs
-from minipods.model import tiny_policy
-from minipods.rollouts import generate_rollouts
+from minipods.twins.tiny import tiny_policy
 
 
 def test_group_advantages_by_hand():
@@ -53,23 +52,8 @@ def test_kl_k3_term():
         grpo_loss(logp, logp, torch.zeros(1), mask, 2, beta=0.1)
 
 
-@pytest.fixture(scope="module")
-def batch():
-    model, tok = tiny_policy(seed=0)
-    torch.manual_seed(0)
-    prompts = [build_prompt(tok, q) for q in ["1+1?", "What is two plus three?"]]
-    ro = generate_rollouts(model, tok, prompts, 4, max_new_tokens=24, temperature=1.0)
-    return ro
-
-
 def _fresh(seed=0):
-    model, tok = tiny_policy(seed=seed)
-    # LoRA B starts at zero; give the adapter a non-zero start so gradients reach A and B
-    with torch.no_grad():
-        for n, p in model.named_parameters():
-            if "lora_B" in n:
-                p.normal_(0, 0.02, generator=torch.Generator().manual_seed(1))
-    return model, tok
+    return adapted_tiny(seed=seed, std=0.02)  # LoRA B starts at zero: gradients then reach A and B
 
 
 def test_chunked_logprobs_match_naive_values_and_gradients(batch):
@@ -142,56 +126,3 @@ def test_multiple_epochs_clip_and_nonfinite_skip(batch):
     out = grpo_update(model, opt, batch, torch.full((8,), float("nan")))
     assert out["skipped"] == 1 and math.isnan(out["loss"])
     assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
-
-
-# ---------------------------------------------------------------- shared prompt pass (issue 11)
-def _grad_after_update(batch, adv, mb, share, gc=False):
-    model, _ = _fresh()
-    if gc:
-        model.get_base_model().gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        model.enable_input_require_grads()
-    params = {n: p for n, p in model.named_parameters() if p.requires_grad}
-    before = {n: p.detach().clone() for n, p in params.items()}
-    opt = torch.optim.SGD(list(params.values()), lr=1.0)  # the weight change is exactly -gradient
-    out = grpo_update(model, opt, batch, adv, micro_batch_size=mb, max_grad_norm=None, temperature=0.9,
-                      share_prompts=share)
-    return torch.cat([(before[n] - p.detach()).flatten() for n, p in params.items()]), out["loss"]
-
-
-@pytest.mark.parametrize("mb", [4, 3, 8])  # whole groups, groups split across micro-batches, one micro-batch
-def test_shared_prompt_update_has_the_same_gradient(batch, mb):
-    adv = torch.tensor([1.0, -1.0, 0.5, -0.5, 1.0, -1.0, 0.3, -0.3])
-    ref, loss_ref = _grad_after_update(batch, adv, 8, share=False)  # the full-row path, full batch
-    got, loss = _grad_after_update(batch, adv, mb, share=True)
-    assert ref.norm() > 0
-    assert ((got - ref).norm() / ref.norm()).item() <= 1e-5
-    assert loss == pytest.approx(loss_ref, rel=1e-5, abs=1e-7)
-
-
-def test_shared_prompt_logprobs_match_and_the_shared_pass_runs(batch):
-    from minipods.grpo import _backbone_and_head, _shared_prompt_states
-
-    model, _ = _fresh()
-    sub = batch.select([0, 1, 2, 4, 5])  # 3 rows of prompt 0, 2 of prompt 1 (different prompt lengths)
-    args = (sub.prompt_ids, sub.prompt_mask, sub.completion_ids, sub.completion_mask)
-    with torch.no_grad():
-        full = token_logprobs(model, *args, temperature=0.9)
-        shared = token_logprobs(model, *args, temperature=0.9, group=sub.group)
-        am = torch.cat([sub.prompt_mask, sub.completion_mask], 1)
-        ids = torch.cat([sub.prompt_ids, sub.completion_ids], 1)
-        h = _shared_prompt_states(_backbone_and_head(model)[0], ids, am, (am.cumsum(-1) - 1).clamp(min=0),
-                                  sub.prompt_ids.shape[1], sub.group)
-    assert h is not None and h.shape[:2] == sub.completion_ids.shape
-    assert torch.allclose(shared, full, atol=1e-5) and (shared[sub.completion_mask == 0] == 0).all()
-    # rows of one group whose prompts differ cannot share: the full-row path runs instead
-    bad = sub.group.clone()
-    bad[:] = 0
-    with torch.no_grad():
-        assert torch.allclose(token_logprobs(model, *args, temperature=0.9, group=bad), full, atol=1e-6)
-
-
-def test_shared_prompt_falls_back_under_gradient_checkpointing(batch):
-    adv = torch.tensor([1.0, -1.0, 0.5, -0.5, 1.0, -1.0, 0.3, -0.3])
-    ref, _ = _grad_after_update(batch, adv, 4, share=False)
-    got, _ = _grad_after_update(batch, adv, 4, share=True, gc=True)
-    assert ((got - ref).norm() / ref.norm()).item() <= 1e-5

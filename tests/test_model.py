@@ -7,7 +7,8 @@ import torch
 from minipods.data import build_prompt
 from minipods.grpo import grpo_update
 from minipods.model import (ModelNotFoundError, count_parameters, default_gguf_path, generation_mode, is_4bit,
-                            pick_dtype, resolve_model, tiny_policy)
+                            pick_dtype, resolve_model)
+from minipods.twins.tiny import tiny_policy
 from minipods.rollouts import generate_rollouts
 
 

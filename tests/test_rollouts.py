@@ -1,10 +1,13 @@
 import pytest
 import torch
 
+from minipods import rollouts
 from minipods.data import build_prompt
-from minipods.inference import folded_copy
-from minipods.model import tiny_policy
-from minipods.rollouts import InverseCDFSampler, completion_mask_from_ids, generate_rollouts, sample_inverse_cdf
+from minipods.fast import rollouts as fast_rollouts
+from minipods.rollouts import completion_mask_from_ids
+from minipods.twins.tiny import tiny_policy
+
+ENGINES = {"plain": rollouts.generate_rollouts, "fast": fast_rollouts.generate_rollouts}
 
 
 def test_completion_mask_stops_after_first_eos():
@@ -16,16 +19,17 @@ def test_completion_mask_stops_after_first_eos():
     assert completion_mask_from_ids(ids, [7, 9]).tolist() == [[1, 1, 0, 0]]
 
 
-def _rollouts(n=6, new=40, batch_size=5, seed=0):
+def _rollouts(n=6, new=40, batch_size=5, seed=0, engine="fast"):
     model, tok = tiny_policy(seed=0)
     prompts = [build_prompt(tok, q) for q in ["What is 2+3?", "A much longer question about apples, pears and plums?"]]
     torch.manual_seed(seed)
-    return model, tok, prompts, generate_rollouts(model, tok, prompts, n, max_new_tokens=new, temperature=1.0,
-                                                  batch_size=batch_size)
+    return model, tok, prompts, ENGINES[engine](model, tok, prompts, n, max_new_tokens=new, temperature=1.0,
+                                                batch_size=batch_size)
 
 
-def test_generate_rollouts_shapes_masks_and_texts():
-    model, tok, prompts, ro = _rollouts()
+@pytest.mark.parametrize("engine", ENGINES)
+def test_generate_rollouts_shapes_masks_and_texts(engine):
+    model, tok, prompts, ro = _rollouts(engine=engine)
     B = 2 * 6
     assert ro.prompt_ids.shape[0] == ro.completion_ids.shape[0] == B == len(ro.texts)
     assert ro.group.tolist() == [0] * 6 + [1] * 6  # group-major
@@ -64,8 +68,9 @@ def test_chunking_does_not_change_samples():
     assert torch.equal(small_chunks.completion_mask.sum(1) > 0, torch.ones(12, dtype=torch.bool))
 
 
-def test_select_trims_padding_and_keeps_rows():
-    _, tok, _, ro = _rollouts()
+@pytest.mark.parametrize("engine", ENGINES)
+def test_select_trims_padding_and_keeps_rows(engine):
+    _, tok, _, ro = _rollouts(engine=engine)
     sub = ro.select([0, 3, 7])
     assert sub.texts == [ro.texts[i] for i in (0, 3, 7)]
     assert sub.group.tolist() == [0, 0, 1]
@@ -74,155 +79,3 @@ def test_select_trims_padding_and_keeps_rows():
         assert torch.equal(sub.completion_ids[j][sub.completion_mask[j].bool()],
                            ro.completion_ids[i][ro.completion_mask[i].bool()])
         assert torch.equal(sub.prompt_ids[j][sub.prompt_mask[j].bool()], ro.prompt_ids[i][ro.prompt_mask[i].bool()])
-
-
-# ---------------------------------------------------------------- fast path: same results (issue 11)
-def _adapted(seed=0, dtype=torch.float32):
-    """Tiny policy whose LoRA B is non-zero, so the adapter (and any folding of it) matters."""
-    model, tok = tiny_policy(seed=seed)
-    model.to(dtype)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "lora_B" in name:
-                p.normal_(0, 0.05, generator=torch.Generator().manual_seed(1))
-    return model, tok
-
-
-PROMPTS = ["What is 2+3?", "A much longer question about apples, pears and plums?", "x"]
-
-
-def _plain_greedy(model, tok, prompts, n, new):
-    tok.padding_side = "left"
-    enc = tok(prompts, add_special_tokens=False, padding=True, return_tensors="pt")
-    ids, am = enc.input_ids.repeat_interleave(n, 0), enc.attention_mask.repeat_interleave(n, 0)
-    model.eval()
-    out = model.generate(input_ids=ids, attention_mask=am, max_new_tokens=new, do_sample=False,
-                         pad_token_id=tok.pad_token_id, eos_token_id=[tok.eos_token_id])
-    return out[:, ids.shape[1]:]
-
-
-@pytest.mark.parametrize("fold,batch_size", [(True, 64), (False, 64), (True, 4)])
-def test_greedy_fp32_equals_plain_generate(fold, batch_size):
-    model, tok = _adapted()
-    prompts = [build_prompt(tok, q) for q in PROMPTS]
-    ro = generate_rollouts(model, tok, prompts, 3, max_new_tokens=30, do_sample=False, batch_size=batch_size,
-                           fold_adapter=fold)
-    assert ro.meta["folded"] is fold and ro.meta["shared_prefill"]
-    ref = _plain_greedy(model, tok, prompts, 3, 30)
-    assert torch.equal(ro.completion_ids[:, :ref.shape[1]], ref)
-    assert (ro.completion_mask[:, ref.shape[1]:] == 0).all()
-
-
-@pytest.mark.parametrize("upcast", [False, True])
-def test_folded_copy_leaves_policy_untouched_and_follows_updates(upcast):
-    model, tok = _adapted(dtype=torch.bfloat16)
-    prompts = [build_prompt(tok, q) for q in PROMPTS[:2]]
-    before = {k: v.clone() for k, v in model.state_dict().items()}
-    n_params = len(list(model.parameters()))
-    torch.manual_seed(0)
-    ro = generate_rollouts(model, tok, prompts, 4, max_new_tokens=12, fold_adapter=True)
-    assert ro.meta["folded"]
-    after = model.state_dict()
-    assert after.keys() == before.keys() and all(torch.equal(before[k], after[k]) for k in before)  # bit for bit
-    assert len(list(model.parameters())) == n_params  # the copy is not a submodule of the policy
-    assert model.config._attn_implementation == "sdpa"
-    assert (folded_copy(model, upcast=upcast).config._attn_implementation == "minipods_sdpa_upcast") is upcast
-    # the copy computes the adapted policy: its logits match the unmerged model's (to bf16 rounding,
-    # far below the adapter's own effect), before and after an update of the adapter
-    x = tok(prompts[:1], return_tensors="pt", add_special_tokens=False).input_ids
-    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1.0)
-    for _ in range(2):
-        model.eval()
-        with torch.no_grad():
-            want, got = model(input_ids=x).logits.float(), folded_copy(model, upcast=upcast)(input_ids=x).logits.float()
-            with model.disable_adapter():
-                bare = model(input_ids=x).logits.float()
-        assert (want - got).abs().max() < 0.1 * (want - bare).abs().max()
-        loss = model(input_ids=x).logits.float().pow(2).mean()  # any step that moves the adapter
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-
-
-def test_inverse_cdf_sampler_matches_distribution():
-    g = torch.Generator().manual_seed(0)
-    V = 300  # spans 3 blocks of 128, the last one partial
-    w = torch.rand(V, generator=g) ** 4
-    w[[0, 5, 127, 128, 200, 299]] = 0.0  # zero weights at block edges: must never be drawn
-    N = 200_000
-    u = torch.rand(N, dtype=torch.float64, generator=g)
-    tok = sample_inverse_cdf(w.expand(N, V), u)
-    freq = torch.bincount(tok, minlength=V).double() / N
-    p = w.double() / w.sum()
-    assert freq[w == 0].sum() == 0
-    # E[TV] ~ sum_i sqrt(p_i / (2 pi N)) ~ 0.01 here; a sampler off by one token or one block is >> 0.1
-    assert 0.5 * (freq - p).abs().sum() < 0.03
-    # u -> 1 (and u = 0) land on the last / first positive-weight token
-    edge = sample_inverse_cdf(w[None].expand(2, V), torch.tensor([1 - 2 ** -53, 0.0], dtype=torch.float64))
-    assert edge.tolist() == [298, 1]
-
-
-@pytest.mark.parametrize("temperature,top_p", [(0.7, 1.0), (1.3, 0.6)])
-def test_sampled_first_tokens_follow_softmax_over_temperature(temperature, top_p):
-    from transformers import TopPLogitsWarper
-
-    model, tok = _adapted()
-    prompt = build_prompt(tok, "What is 2+3?")
-    N = 4000
-    torch.manual_seed(0)
-    ro = generate_rollouts(model, tok, [prompt], N, max_new_tokens=1, temperature=temperature, top_p=top_p)
-    model.eval()
-    with torch.no_grad():
-        logits = model(input_ids=tok([prompt], return_tensors="pt", add_special_tokens=False).input_ids).logits[:, -1]
-    scores = logits.float() / temperature
-    if top_p < 1:
-        scores = TopPLogitsWarper(top_p)(None, scores)
-    p = torch.softmax(scores, -1)[0].double()
-    freq = torch.bincount(ro.completion_ids[:, 0], minlength=p.numel()).double() / N
-    assert freq[p == 0].sum() == 0
-    assert 0.5 * (freq - p).abs().sum() < 0.08  # E[TV] ~ 0.03-0.05 at N = 4000 for these ~100-token distributions
-
-
-def test_sampler_draws_from_the_global_rng():
-    scores = torch.randn(6, 50)
-    s = InverseCDFSampler(0.9)
-    torch.manual_seed(3)
-    a = s(None, scores).argmax(-1)
-    torch.manual_seed(3)
-    assert torch.equal(s(None, scores).argmax(-1), a)
-    out = s(None, scores)
-    assert ((out == 0).sum(-1) == 1).all() and torch.isinf(out).sum() == 6 * 49
-
-
-def test_seeded_rollouts_reproduce():
-    model, tok = _adapted()
-    prompts = [build_prompt(tok, q) for q in PROMPTS[:2]]
-    runs = []
-    for seed in (5, 5, 6):
-        torch.manual_seed(seed)
-        runs.append(generate_rollouts(model, tok, prompts, 4, max_new_tokens=20, temperature=1.0).completion_ids)
-    assert torch.equal(runs[0], runs[1]) and not torch.equal(runs[0], runs[2])
-
-
-def test_4bit_decodes_with_the_unmerged_adapter():
-    model, tok = tiny_policy(quantize="4bit", seed=0)
-    torch.manual_seed(0)
-    ro = generate_rollouts(model, tok, [build_prompt(tok, "1+1?")], 2, max_new_tokens=4, fold_adapter=True)
-    assert not ro.meta["folded"] and folded_copy(model) is None and ro.completion_ids.shape[0] == 2
-
-
-@pytest.mark.slow
-def test_smollm2_greedy_fp32_equals_plain_generate():
-    from minipods.data import synthetic_problems
-    from minipods.model import load_policy
-
-    model, tok = load_policy("smollm2-135m-instruct", dtype="float32", lora_r=16, lora_alpha=32, device="cpu")
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "lora_B" in name:
-                p.normal_(0, 0.01, generator=torch.Generator().manual_seed(1))
-    prompts = [build_prompt(tok, it["question"]) for it in synthetic_problems(2, seed=0)]
-    ro = generate_rollouts(model, tok, prompts, 2, max_new_tokens=24, do_sample=False)
-    assert ro.meta["folded"] and ro.meta["shared_prefill"]
-    ref = _plain_greedy(model, tok, prompts, 2, 24)
-    assert torch.equal(ro.completion_ids[:, :ref.shape[1]], ref)

@@ -10,8 +10,8 @@ import torch
 
 import minipods.train as T
 from minipods.checkpoint import save_checkpoint
-from minipods.results import read_rows
-from minipods.model import tiny_policy
+from minipods.analysis.results import read_rows
+from minipods.twins.tiny import tiny_policy
 
 TIMING = {"rollout_s", "update_s", "step_s", "elapsed_s", "tokens_per_s", "peak_mem_mb"}
 
@@ -67,7 +67,9 @@ def test_train_writes_metrics_config_and_adapter(tmp_path):
 
 def test_every_evaluation_writes_question_rows_and_the_run_ends_with_a_paired_line(tmp_path, capsys):
     from minipods.data import load_task
-    from minipods.results import eval_steps, paired_difference, read_eval
+    from minipods.analysis.results import read_eval
+    from minipods.analysis.stats import paired_difference
+    from minipods.checkpoint import eval_steps
 
     cfg = tiny_cfg(tmp_path, max_steps=3, eval_every=2, eval_limit=5, eval_max_new_tokens=6)
     run(cfg)

@@ -1,4 +1,4 @@
-"""PODSGRPOTrainer (minipods.trl_pods) on the tiny model, CPU, against stock TRL GRPOTrainer."""
+"""PODSGRPOTrainer (minipods.scale.trl_pods) on the tiny model, CPU, against stock TRL GRPOTrainer."""
 import types
 
 import pytest
@@ -12,8 +12,8 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from minipods.downsample import max_variance  # noqa: E402
 from minipods.grpo import group_advantages  # noqa: E402
-from minipods.model import tiny_policy  # noqa: E402
-from minipods.trl_pods import PODSGRPOConfig, PODSGRPOTrainer, check_pods_config  # noqa: E402
+from minipods.scale.trl_pods import PODSGRPOConfig, PODSGRPOTrainer, check_pods_config  # noqa: E402
+from minipods.twins.tiny import tiny_policy  # noqa: E402
 
 N = 4  # rollouts per prompt
 # Scripted rollouts for 2 prompts x N (rows in generation order); reward = number of "1"s. Every text is unique,
@@ -187,7 +187,7 @@ def test_steps_per_generation_beyond_accumulation_keeps_the_same_rows():
 
 
 def test_cli_bad_setting_exits_2_with_one_line(tmp_path, capsys):
-    from minipods.trl_pods import main
+    from minipods.scale.trl_pods import main
     assert main(["--num_generations", "4", "--pods_m", "5", "--output_dir", str(tmp_path), "--use_cpu"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == "minipods.trl_pods: error: pods_m must be an integer in [2, num_generations=4], got 5"
@@ -198,7 +198,7 @@ def test_cli_bad_setting_exits_2_with_one_line(tmp_path, capsys):
 
 
 def test_cli_trains_and_saves_an_adapter(tmp_path, capsys):
-    from minipods.trl_pods import main
+    from minipods.scale.trl_pods import main
     model, tok = tiny_policy(lora=False)
     model.save_pretrained(tmp_path / "tiny")
     tok.save_pretrained(tmp_path / "tiny")
@@ -213,7 +213,7 @@ def test_cli_trains_and_saves_an_adapter(tmp_path, capsys):
 
 
 def test_kept_advantages_follow_trl_conventions():
-    from minipods.trl_pods import kept_advantages
+    from minipods.scale.trl_pods import kept_advantages
     r = torch.tensor([[1.0], [5.0], [0.0], [1.0], [2.0], [float("nan")]])  # 3 prompts x m=2, one reward function
     w = torch.ones(1)
     got = kept_advantages(r, w, 2, "group", "sum_then_normalize")

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from minipods import bench_cuda
 from minipods.data import build_prompt
 from minipods.grpo import grpo_update
-from minipods.model import (TWIN_CONFIGS, UnknownTwinError, build_twin, is_4bit, load_policy, parse_twin,
-                            twin_config, twin_folder, twin_tokenizer)
+from minipods.measure import cuda_recipe as bench_cuda
+from minipods.model import cache_dir, is_4bit, load_policy
+from minipods.twins.arch import (TWIN_CONFIGS, UnknownTwinError, build_twin, parse_twin, twin_config, twin_folder,
+                                 twin_tokenizer)
 from minipods.rollouts import generate_rollouts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,10 +93,10 @@ def test_twin_tokenizer_is_byte_level_with_valid_special_ids():
 
 
 def test_twin_folder_is_cached_and_seeded(tmp_path):
-    d = twin_folder(SMALL)
+    d = twin_folder(SMALL, cache_dir() / "twins")
     assert d.parent == tmp_path / "cache" / "twins" and (d / "config.json").is_file()
     mtime = (d / "config.json").stat().st_mtime_ns
-    assert twin_folder(SMALL) == d and (d / "config.json").stat().st_mtime_ns == mtime  # built once
+    assert twin_folder(SMALL, cache_dir() / "twins") == d and (d / "config.json").stat().st_mtime_ns == mtime  # built once
     rng = torch.get_rng_state()
     m1, _ = build_twin(SMALL, device="cpu", dtype=torch.float32)
     assert torch.equal(torch.get_rng_state(), rng)  # seeded without touching the caller's random state

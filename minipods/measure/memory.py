@@ -15,11 +15,11 @@ the whole package:
 On CUDA, torch counts allocated bytes itself. On CPU there is only the process's resident set size
 (RSS), and glibc makes it a poor witness: it serves blocks below its mmap threshold (which grows to
 32 MiB) from its heap and keeps freed heap memory, cached and fragmented, so RSS peaks overstate
-(trimmed heap faulted in again) or understate (cached heap reused) what a computation needs, by up
-to ~3x here, depending on what ran before in the process. So exact CPU numbers come from a fresh
+(trimmed heap faulted in again) or understate (cached heap reused) what a computation needs, by a
+factor that depends on what ran before in the process. So exact CPU numbers come from a fresh
 worker process (no heap history) with a 64 KiB mmap threshold (every tensor of 64 KiB or more is
 mapped and unmapped on its own), where the peak RSS increase is the peak of live memory (checked
-against glibc's mallinfo2 accounting). Fresh pages cost time (CPU compute ~1.5x slower), so only
+against glibc's mallinfo2 accounting). Fresh pages cost time (CPU compute runs slower), so only
 memory measurements use that mode, never timings.
 """
 
@@ -203,11 +203,11 @@ class MemoryMeter:
 # ---------------------------------------------------------------- a fresh worker process
 def run_worker(target: str, args: dict) -> dict:
     """Run `target(args)` ("package.module:function", returning a JSON-able dict) in a fresh Python
-    process (`python -m minipods.memory`); returns its dict, or {"error": ...} if the worker failed."""
-    root = str(Path(__file__).resolve().parent.parent)
+    process (`python -m minipods.measure.memory`); returns its dict, or {"error": ...} if the worker failed."""
+    root = str(Path(__file__).resolve().parents[2])  # the folder that holds the minipods package
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
                TOKENIZERS_PARALLELISM="false")
-    cmd = [sys.executable, "-m", "minipods.memory", target, json.dumps(args)]
+    cmd = [sys.executable, "-m", "minipods.measure.memory", target, json.dumps(args)]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=root, env=env)
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith(RESULT_TAG):
@@ -264,5 +264,5 @@ def peak_saved_bytes(model, fn) -> int:
     return st["peak"]
 
 
-if __name__ == "__main__":  # the worker side of run_worker: python -m minipods.memory TARGET ARGS_JSON
+if __name__ == "__main__":  # the worker side of run_worker: python -m minipods.measure.memory TARGET ARGS_JSON
     sys.exit(_worker_main(*sys.argv[1:3]))

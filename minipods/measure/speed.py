@@ -2,19 +2,21 @@
 
 Paper (Section 3): PODS assumes the inference phase is cheap next to the update. That holds only
 if the rollout code runs near what the hardware allows; these measurements say how near. They are
-the second half of `python -m minipods.bench`'s rollout and update parts (bench.py registers them
-with `with_speed`), at the --small preset's shape (4 prompts x n=8, 96 new tokens, T=0.7, m=4):
+the second half of `python -m minipods.bench`'s rollout and update parts (measure/bench.py registers
+them with `with_speed`), at the --small preset's shape (4 prompts x n=8, 96 new tokens, T=0.7, m=4):
 
-  rollout  generate_rollouts (shared prefill, inverse-CDF sampler, folded adapter) vs a plain
+  rollout  the fast engine's generate_rollouts (minipods.fast.rollouts: shared prefill, inverse-CDF
+           sampler, folded adapter) vs a plain
            `model.generate(do_sample=True)` on the n-times repeated prompts: real tokens/s of each
            and their ratio, measured alternately in one process (robust to a shared machine's
            load). Also this machine's matmul TFLOP/s (bf16, fp32) and memory GB/s (small
-           microbenchmarks, ~seconds), the roofline time of one decode step at the measured shape
+           microbenchmarks), the roofline time of one decode step at the measured shape
            (weights + KV cache read / GB/s vs FLOPs / TFLOP/s, the larger) and the achieved time
            per decode step as "N x the limit".
-  update   grpo_update (each distinct prompt run once per micro-batch) vs a plain PyTorch GRPO
-           step on the same rows (forward each [prompt | completion] row, full log_softmax, gather,
-           backward), and vs grpo_update(share_prompts=False): seconds and ratios.
+  update   grpo_update with the shared-prompt pass (logprob_fn=fast.update.shared_logprobs: each
+           distinct prompt run once per micro-batch) vs a plain PyTorch GRPO step on the same rows
+           (forward each [prompt | completion] row, full log_softmax, gather, backward), and vs
+           grpo_update's plain pass (logprob_fn=None, every row in full): seconds and ratios.
 
 The model is the bench's (--model, --dtype, --lora-r, --lora-alpha): the --small preset's policy is
 `--dtype bfloat16 --lora-r 16 --lora-alpha 32`.
@@ -23,48 +25,11 @@ The model is the bench's (--model, --dtype, --lora-r, --lora-alpha): the --small
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import torch
 
-from minipods.cli import setting
-from minipods.inference import folded_copy
-from minipods.model import generation_mode
-
-
-@dataclass
-class SpeedSettings:
-    """The speed half of the rollout and update parts (bench.BenchConfig inherits these fields)."""
-    speed_prompts: int = setting(4, "distinct prompts in the fast-vs-plain rollout and update measurements (--small: 4)")
-    speed_n: int = setting(8, "rollouts per prompt there (--small: 8)")
-    speed_m: int = setting(4, "kept rollouts per prompt in the fast-vs-plain update (--small: 4)")
-    speed_max_new_tokens: int = setting(96, "rollout length there (--small: 96; quick: 32)")
-    speed_temperature: float = setting(0.7, "sampling temperature there (--small: 0.7)")
-    speed_rounds: int = setting(2, "alternating fast/plain rollout rounds (quick: 1)")
-    speed_update_rounds: int = setting(1, "alternating fast/plain/unshared update rounds")
-
-
-SPEED_QUICK = dict(speed_max_new_tokens=32, speed_rounds=1)  # laid over the defaults by --quick
-SPEED_POSITIVE = ("speed_prompts", "speed_n", "speed_m", "speed_max_new_tokens", "speed_rounds",
-                  "speed_update_rounds")  # settings that must be >= 1
-
-
-def best_seconds(fn, min_time: float = 0.3, rounds: int = 3, device: str = "cpu") -> float:
-    """Best-of-`rounds` seconds per call, each round repeating fn for >= min_time."""
-    fn()  # warm-up
-    best = float("inf")
-    for _ in range(rounds):
-        k, t0 = 0, time.perf_counter()
-        while True:
-            fn()
-            k += 1
-            if device.startswith("cuda"):
-                torch.cuda.synchronize()
-            dt = time.perf_counter() - t0
-            if dt >= min_time:
-                break
-        best = min(best, dt / k)
-    return best
+from minipods.fast.inference import folded_copy
+from minipods.measure.common import best_seconds, fmt_s, fmt_x
 
 
 # ---------------------------------------------------------------- machine limits
@@ -76,7 +41,7 @@ def machine_limits(size: int = 1024, mem_mb: int = 256, device: str = "cpu") -> 
     for name, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
         a, b = torch.randn(size, size, device=device).to(dt), torch.randn(size, size, device=device).to(dt)
         # F.linear (x @ W.T, the layout every nn.Linear uses): for bf16 on CPUs without native
-        # bf16 it reaches oneDNN's converting kernel, ~10x a plain `a @ b` there
+        # bf16 it reaches oneDNN's converting kernel, far faster than a plain `a @ b` there
         sec = best_seconds(lambda: torch.nn.functional.linear(a, b), device=device)
         out[f"{name}_tflops"] = 2 * size ** 3 / sec / 1e12
     x = torch.ones(mem_mb * 2 ** 20 // 4, device=device)
@@ -130,33 +95,22 @@ def decode_roofline(model, batch: int, context: float, limits: dict) -> dict:
 
 
 # ---------------------------------------------------------------- rollout: fast vs plain generate
-@torch.no_grad()
 def plain_generate(model, tok, prompts: list[str], n: int, max_new_tokens: int, temperature: float,
                    top_p: float = 1.0) -> dict:
-    """The baseline: HF `generate(do_sample=True)` on the n-times repeated prompts, one batch (what
-    generate_rollouts did before issue 11). Returns seconds, real tokens, decode steps."""
-    from minipods.rollouts import _eos_ids, completion_mask_from_ids
+    """The baseline: the plain reference minipods.rollouts.generate_rollouts, HF `generate(do_sample=True)`
+    on the n-times repeated prompts in one batch. Returns seconds, real tokens, decode steps."""
+    from minipods.rollouts import generate_rollouts
 
-    device = next(model.parameters()).device
-    eos = _eos_ids(model, tok)
-    tok.padding_side = "left"
-    enc = tok(prompts, add_special_tokens=False, padding=True, return_tensors="pt")
-    ids, am = enc.input_ids.repeat_interleave(n, 0).to(device), enc.attention_mask.repeat_interleave(n, 0).to(device)
-    t0 = time.perf_counter()
-    with generation_mode(model):
-        out = model.generate(input_ids=ids, attention_mask=am, max_new_tokens=max_new_tokens, do_sample=True,
-                             temperature=temperature, top_p=top_p, top_k=None,
-                             pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else eos[0], eos_token_id=eos)
-    seconds = time.perf_counter() - t0
-    comp = out[:, ids.shape[1]:].cpu()
-    return {"seconds": seconds, "tokens": int(completion_mask_from_ids(comp, eos).sum()), "steps": comp.shape[1]}
+    ro = generate_rollouts(model, tok, prompts, n, max_new_tokens=max_new_tokens, temperature=temperature,
+                           top_p=top_p, batch_size=len(prompts) * n)
+    return {"seconds": ro.seconds, "tokens": ro.num_tokens, "steps": ro.completion_ids.shape[1]}
 
 
 def rollout_speed(model, tok, prompts: list[str], n: int = 8, max_new_tokens: int = 96, temperature: float = 0.7,
                   rounds: int = 2, seed: int = 0, limits: dict | None = None) -> dict:
-    """generate_rollouts vs plain_generate at one shape, alternating `rounds` times (each after a
-    short warm-up); tokens/s are total real tokens over total seconds of each side."""
-    from minipods.rollouts import generate_rollouts
+    """The fast engine's generate_rollouts vs plain_generate at one shape, alternating `rounds` times
+    (each after a short warm-up); tokens/s are total real tokens over total seconds of each side."""
+    from minipods.fast.rollouts import generate_rollouts
 
     generate_rollouts(model, tok, prompts[:1], 2, max_new_tokens=4, temperature=temperature)  # warm-up
     plain_generate(model, tok, prompts[:1], 2, 4, temperature)
@@ -190,7 +144,6 @@ def rollout_speed(model, tok, prompts: list[str], n: int = 8, max_new_tokens: in
 
 
 def rows_rollout_speed(r: dict) -> list[list[str]]:
-    from minipods.bench import fmt_s, fmt_x
     f, p, lim, roof = r["fast"], r["plain"], r["limits"], r["roofline"]
     shape = f"{r['prompts']} prompts x n={r['n']}, {r['max_new_tokens']} new tok, T={r['temperature']}"
     parts = r["fast_parts_s"]
@@ -237,24 +190,26 @@ def plain_grpo_step(model, optimizer, batch, advantages: torch.Tensor, micro_bat
 
 
 def update_speed(model, batch, micro_batch_size: int = 4, temperature: float = 0.7, rounds: int = 2) -> dict:
-    """Seconds per update on `batch` (kept rollouts): grpo_update vs plain_grpo_step vs
-    grpo_update(share_prompts=False), alternating `rounds` times after a short warm-up; SGD with
-    lr 0, so every call sees the same weights."""
+    """Seconds per update on `batch` (kept rollouts): grpo_update with the shared-prompt pass ("fast")
+    vs plain_grpo_step vs grpo_update's plain pass ("unshared"), alternating `rounds` times after a
+    short warm-up; SGD with lr 0, so every call sees the same weights."""
+    from minipods.fast.update import shared_logprobs
     from minipods.grpo import grpo_update
 
     g = torch.Generator().manual_seed(0)
     adv = torch.randn(len(batch), generator=g)
     opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.0)
     runs = {
-        "fast": lambda: grpo_update(model, opt, batch, adv, micro_batch_size=micro_batch_size, temperature=temperature),
+        "fast": lambda: grpo_update(model, opt, batch, adv, micro_batch_size=micro_batch_size, temperature=temperature,
+                                    logprob_fn=shared_logprobs),
         "plain": lambda: plain_grpo_step(model, opt, batch, adv, micro_batch_size, temperature),
         "unshared": lambda: grpo_update(model, opt, batch, adv, micro_batch_size=micro_batch_size,
-                                        temperature=temperature, share_prompts=False),
+                                        temperature=temperature),
     }
     first = batch.group == batch.group[0]
     small = batch.select(first.nonzero()[:2, 0])  # warm-up (first-call costs) on 2 rows of one prompt
+    grpo_update(model, opt, small, adv[:2], micro_batch_size=micro_batch_size, logprob_fn=shared_logprobs)
     grpo_update(model, opt, small, adv[:2], micro_batch_size=micro_batch_size)
-    grpo_update(model, opt, small, adv[:2], micro_batch_size=micro_batch_size, share_prompts=False)
     plain_grpo_step(model, opt, small, adv[:2], micro_batch_size)
     secs = {k: 0.0 for k in runs}
     for _ in range(rounds):
@@ -270,14 +225,13 @@ def update_speed(model, batch, micro_batch_size: int = 4, temperature: float = 0
 
 
 def rows_update_speed(r: dict) -> list[list[str]]:
-    from minipods.bench import fmt_s, fmt_x
     s = r["seconds"]
     shape = f"{r['rows']} rows ({r['groups']} prompts), micro-batch {r['micro_batch_size']}"
     return [["update", f"plain GRPO step ({shape})", f"{fmt_s(s['plain'])}/update"],
-            ["update", "grpo_update, every row in full (share_prompts=False)", f"{fmt_s(s['unshared'])}/update"],
+            ["update", "grpo_update, every row in full (the plain pass)", f"{fmt_s(s['unshared'])}/update"],
             ["update", "grpo_update (each prompt once per micro-batch)", f"{fmt_s(s['fast'])}/update"],
             ["update", "plain / grpo_update time", fmt_x(r["ratio_plain"])],
-            ["update", "share_prompts=False / grpo_update time", fmt_x(r["ratio_unshared"])]]
+            ["update", "plain pass / shared-prompt pass time", fmt_x(r["ratio_unshared"])]]
 
 
 # ---------------------------------------------------------------- the bench's parts
@@ -289,7 +243,7 @@ def _prompts(ctx, cfg) -> list[str]:
 
 def kept_batch(model, tok, prompts: list[str], n: int, m: int, max_new_tokens: int, temperature: float, seed: int = 0):
     """Rollouts of the prompts with the first m of each group kept (the update's input at --small)."""
-    from minipods.rollouts import generate_rollouts
+    from minipods.fast.rollouts import generate_rollouts
 
     torch.manual_seed(seed)
     ro = generate_rollouts(model, tok, prompts, n, max_new_tokens=max_new_tokens, temperature=temperature)

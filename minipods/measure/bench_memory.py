@@ -14,8 +14,9 @@ from pathlib import Path
 
 import torch
 
-from minipods.bench import BenchConfig, Context, fixed_rollouts, ratio, set_threads, sync, updater
-from minipods.memory import MemoryMeter, exact_cpu_memory, exact_memory_for_process, run_worker
+from minipods.measure.common import ratio, set_threads, sync
+from minipods.measure.config import BenchConfig, Context, fixed_rollouts, updater
+from minipods.measure.memory import MemoryMeter, exact_cpu_memory, exact_memory_for_process, run_worker
 
 ROLLOUT_FIELDS = ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask", "group", "n")
 
@@ -36,9 +37,10 @@ def measure_logprob_memory(model, b, chunk_tokens: int, device: str) -> dict:
     """Peak memory of forward+backward through the chunked and the naive log-probs on batch `b`,
     without and with gradient checkpointing of the backbone, and how far apart their values are."""
     from minipods.grpo import naive_token_logprobs, token_logprobs
+    from minipods.model import base_model_of
     args = (b.prompt_ids, b.prompt_mask, b.completion_ids, b.completion_mask)
     ntok = max(int(b.completion_mask.sum()), 1)
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    base = base_model_of(model)
 
     def run(fn, **kw):
         model.zero_grad(set_to_none=True)
@@ -97,7 +99,7 @@ def memory_in_worker(ctx: Context, cfg: BenchConfig) -> dict | None:
         with tempfile.TemporaryDirectory(prefix="minipods-bench-") as d:
             path = str(Path(d) / "rollouts.pt")
             torch.save({k: getattr(ro, k) for k in ROLLOUT_FIELDS}, path)
-            ctx.memory = run_worker("minipods.bench_memory:worker_memory", dict(
+            ctx.memory = run_worker("minipods.measure.bench_memory:worker_memory", dict(
                 model=cfg.model, dtype=cfg.dtype, device=ctx.device, threads=cfg.threads, seed=cfg.seed,
                 lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha, rollouts=path,
                 parts=[p for p in ("update", "logprob") if p in ctx.parts],

@@ -6,8 +6,7 @@ inference engine that holds its own copy of the policy's weights, refreshed afte
 this module is that copy for one CPU or GPU, in plain transformers.
 
 Why a copy: with a LoRA adapter, each adapted projection costs three matmuls per decode step
-(W x, A x, B (A x)); folding the adapter into the weight (W + scale * B @ A) makes it one, ~1.3-1.8x
-faster decode steps on a CPU. Folding it into the trained weights in place and out again would
+(W x, A x, B (A x)); folding the adapter into the weight (W + scale * B @ A) makes it one. Folding it into the trained weights in place and out again would
 drift bf16 weights (each merge/unmerge rounds), so the policy's own tensors are only ever read:
 `folded_copy(model)` builds, once, a plain transformers model whose LoRA-touched linears hold their
 own folded weights while every other tensor (embeddings, norms) is shared with the policy, and
@@ -31,7 +30,7 @@ _FOLD_ATTR = "_minipods_folded"
 
 def native_bf16_cpu() -> bool:
     """Whether this CPU has native bf16 matmuls (AVX512-BF16 / AMX). Without them (e.g. AVX2), a
-    bf16 GEMM runs ~7-100x slower than a float32 one here."""
+    bf16 GEMM runs several times slower than a float32 one."""
     try:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):
@@ -56,7 +55,7 @@ class UpcastLinear(torch.nn.Module):
 def _sdpa_upcast(module, query, key, value, attention_mask, **kwargs):
     """transformers' SDPA attention on float32 upcasts of bf16/fp16 q, k, v (exact), output cast
     back: the math of a reduced-precision attention kernel with float32 accumulation, without the
-    CPU's slow bf16 path (on AVX2 the bf16 kernel took ~40% of a decode step)."""
+    CPU's slow bf16 path."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     if attention_mask is not None and attention_mask.is_floating_point():
@@ -157,7 +156,7 @@ def folded_copy(model, upcast: bool | None = None):
             setattr(cp.get_submodule(parent) if parent else cp, child, lin)
             pairs.append((m, m.base_layer.weight, lin))
         head = cp.get_output_embeddings()
-        if upcast and type(head) is torch.nn.Linear:  # the LM head is ~20% of a small model's decode FLOPs
+        if upcast and type(head) is torch.nn.Linear:  # the LM head is a large share of a small model's decode FLOPs
             up = UpcastLinear(head.weight, head.bias)
             cp.set_output_embeddings(up)
             pairs.append((None, base.get_output_embeddings().weight, up))
@@ -166,7 +165,7 @@ def folded_copy(model, upcast: bool | None = None):
         cp.eval()
         held = _Folded(cp, pairs, upcast)
         model.__dict__[_FOLD_ATTR] = held  # plain attribute (see _Folded)
-    for m, src, dst in held.pairs:  # refresh (~0.15 s for SmolLM2-135M on one CPU thread)
+    for m, src, dst in held.pairs:  # refresh: cheap next to a rollout phase
         w = src.float() if m is None else _fold(m)
         dst.weight.copy_(w.to(src.dtype))  # one rounding to the policy's dtype (exact upcast if float32)
     return held.copy

@@ -10,8 +10,7 @@ import math
 
 import numpy as np
 
-from minipods.bench import fit_power_law, fmt_s
-from minipods.bench_speed import best_seconds
+from minipods.measure.common import best_seconds, fit_power_law, fmt_s
 
 
 def part_select(sizes: list[int], seed: int = 0, quick: bool = False, m_frac: float = 0.25) -> dict:

@@ -15,8 +15,9 @@ import time
 
 import torch
 
-from minipods.bench import BenchConfig, fmt_mb, fmt_s, fmt_x, ratio, set_threads, sync
-from minipods.memory import MemoryMeter, rss_mb, run_worker
+from minipods.measure.common import fmt_mb, fmt_s, fmt_x, ratio, set_threads, sync
+from minipods.measure.config import BenchConfig
+from minipods.measure.memory import MemoryMeter, rss_mb, run_worker
 
 TRL_SKIP_MSG = "skipped (pip install -r requirements-trl.txt)"
 
@@ -40,8 +41,8 @@ def part_trl(cfg: BenchConfig, device: str) -> dict:
         return {"skipped": TRL_SKIP_MSG}
     import importlib.metadata
     s = _trl_settings(cfg, device)
-    mp = run_worker("minipods.bench_trl:worker_minipods_step", s)
-    tr = run_worker("minipods.bench_trl:worker_trl_step", s)
+    mp = run_worker("minipods.measure.vs_trl:worker_minipods_step", s)
+    tr = run_worker("minipods.measure.vs_trl:worker_trl_step", s)
     out = {"settings": s, "trl_version": importlib.metadata.version("trl"), "minipods": mp, "trl": tr}
     if "error" not in mp and "error" not in tr:
         out.update(time_ratio=ratio(tr["step_s"], mp["step_s"]),
@@ -130,10 +131,10 @@ def worker_minipods_step(a: dict) -> dict:
             "threads": torch.get_num_threads()}
 
 
-def worker_trl_step(a: dict) -> dict:
-    set_threads(a["threads"])
+def _trl_trainer(a: dict):
+    """A trl.GRPOTrainer with the settings `a` (see _trl_settings), 2 steps on synthetic problems, and
+    the rewards of minipods.rewards.total_reward."""
     from datasets import Dataset
-    from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
     from minipods.data import build_prompt, synthetic_problems
@@ -160,13 +161,15 @@ def worker_trl_step(a: dict) -> dict:
         bf16=False, fp16=False, use_cpu=not cuda, model_init_kwargs={"dtype": a["dtype"]}, report_to="none",
         logging_strategy="no", save_strategy="no", disable_tqdm=True, seed=a["seed"], dataloader_num_workers=0,
         shuffle_dataset=False, log_completions=False)
-    trainer = GRPOTrainer(model=path, reward_funcs=minipods_reward, args=args, train_dataset=ds,
-                          processing_class=tok, peft_config=lora_config(a["lora_r"], a["lora_alpha"], 0.0))
-    device = "cuda" if cuda else "cpu"
-    load_mb = torch.cuda.memory_allocated() / 2**20 if cuda else rss_mb()
-    res: dict = {}
+    return GRPOTrainer(model=path, reward_funcs=minipods_reward, args=args, train_dataset=ds,
+                       processing_class=tok, peft_config=lora_config(a["lora_r"], a["lora_alpha"], 0.0))
+
+
+def _time_generation(trainer, device: str) -> dict:
+    """Wrap the trainer's generation + rewards + advantages of one step in a timer; returns the dict
+    whose "s" sums its seconds (the step timer resets it)."""
     gen = {"s": 0.0}
-    inner = trainer._generate_and_score_completions  # generation + rewards + advantages of one step
+    inner = trainer._generate_and_score_completions
 
     def timed_generate(*a, **kw):
         t0 = time.perf_counter()
@@ -176,6 +179,13 @@ def worker_trl_step(a: dict) -> dict:
             sync(device)
             gen["s"] += time.perf_counter() - t0
     trainer._generate_and_score_completions = timed_generate
+    return gen
+
+
+def _step_timer(device: str, gen: dict, res: dict):
+    """A TrainerCallback that times step 2 (from the end of step 1 to the end of step 2) into `res`:
+    wall and CPU seconds, the generation share from `gen`, and the step's peak memory."""
+    from transformers import TrainerCallback
 
     class StepTimer(TrainerCallback):
         def on_step_end(self, args, state, control, **kw):
@@ -190,12 +200,20 @@ def worker_trl_step(a: dict) -> dict:
                 res["update_s"] = res["step_s"] - gen["s"]
                 self.mm.__exit__(None, None, None)
                 res.update(peak_delta_mb=self.mm.delta_mb, peak_mb=self.mm.peak_mb, memory_kind=self.mm.kind)
+    return StepTimer()
 
-    trainer.add_callback(StepTimer())
+
+def worker_trl_step(a: dict) -> dict:
+    set_threads(a["threads"])
+    trainer = _trl_trainer(a)
+    cuda = a["device"].startswith("cuda")
+    device = "cuda" if cuda else "cpu"
+    load_mb = torch.cuda.memory_allocated() / 2**20 if cuda else rss_mb()
+    res: dict = {}
+    trainer.add_callback(_step_timer(device, _time_generation(trainer, device), res))
     trainer.train()
     if "step_s" not in res:
         raise RuntimeError("TRL did not run 2 optimizer steps")
     res.update(after_load_mb=load_mb, threads=torch.get_num_threads(),
                process_max_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return res
-

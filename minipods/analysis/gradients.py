@@ -33,11 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from minipods.downsample import max_reward, max_variance, random_subset
+from minipods.downsample import RULES, downsample
 from minipods.grpo import group_advantages, grpo_loss, token_logprobs
 from minipods.rollouts import Rollouts
-
-RULES = ("max_variance", "max_reward", "random")
 
 
 # ---------------------------------------------------------------- gradients through grpo_loss
@@ -142,14 +140,8 @@ def gram_cosine(K: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
 
 
 def rule_subsets(rewards, m: int, rule: str, draws: int = 1, rng=None) -> list[list[int]]:
-    """The subsets a rule keeps: one for the deterministic rules, `draws` for random."""
-    if rule == "max_variance":
-        return [max_variance(rewards, m)]
-    if rule == "max_reward":
-        return [max_reward(rewards, m)]
-    if rule == "random":
-        return [random_subset(rewards, m, rng) for _ in range(draws)]
-    raise ValueError(f"unknown rule {rule!r}; expected one of {RULES}")
+    """The subsets a rule of minipods.downsample keeps: one for the deterministic rules, `draws` for random."""
+    return [downsample(rewards, m, rule, rng) for _ in range(draws if rule == "random" else 1)]
 
 
 def compare_rules(pool: GradientPool, ms, rules=RULES, draws: int = 200, seed: int = 0) -> dict:

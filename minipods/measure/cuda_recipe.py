@@ -11,7 +11,7 @@ tokens, m=16 kept rollouts per prompt (n=64 generated). This part measures, in a
   generate n rollouts of one prompt in one batched `generate` call: tokens/s.
 
 The default model is the 3B *architecture twin* (`random:Qwen/Qwen2.5-3B-Instruct`, see
-minipods.model.twin_config): the real shapes with random weights, built offline. The update's
+minipods.twins.arch.twin_config): the real shapes with random weights, built offline. The update's
 memory and time do not depend on the weights (its tokens are random ids either way); a twin's
 rollouts never stop early (EOS is ~1 in 150k tokens), so generation runs the full length: the
 worst case of the real model. Pass `--cuda-model Qwen/Qwen2.5-3B-Instruct` to use the hub model.
@@ -25,7 +25,11 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
 import torch
+
+from minipods.measure.common import fmt_mb, fmt_s, sync
+from minipods.measure.memory import MemoryMeter, run_worker
 
 CUDA_SKIP_MSG = "skipped (no CUDA GPU)"
 CARD_GIB = 24.0  # "fits a 24 GB card"
@@ -35,40 +39,21 @@ PAPER_STEP_SEQUENCES = 128  # the paper's step: 8 prompts x m=16 kept rollouts
 
 def part_cuda(cfg) -> dict:
     """Run the worker in a fresh process (its peak memory is then the recipe's alone)."""
-    from minipods.memory import run_worker
-
     if not torch.cuda.is_available():
         return {"skipped": CUDA_SKIP_MSG}
     a = dict(model=cfg.cuda_model, m=cfg.cuda_m, prompts=cfg.cuda_prompts, seq_tokens=cfg.cuda_seq_tokens,
              micro_batch_size=cfg.micro_batch_size, lora_r=64, lora_alpha=64, repeats=max(1, cfg.repeats),
              gen_n=cfg.cuda_gen_n, gen_tokens=cfg.cuda_gen_tokens, seed=cfg.seed, device="cuda")
-    r = run_worker("minipods.bench_cuda:worker_cuda_recipe", a)
+    r = run_worker("minipods.measure.cuda_recipe:worker_cuda_recipe", a)
     r["settings"] = a
     return r
 
 
-def worker_cuda_recipe(a: dict) -> dict:
-    """The measurement itself (runs in the worker process). `a`: see part_cuda; device defaults to cuda."""
-    import numpy as np
+def recipe_batch(model, a: dict):
+    """(batch, advantages): m sequences per prompt of seq_tokens tokens (half prompt, half completion),
+    every token real, random ids and random advantages (seeded)."""
+    from minipods.rollouts import Rollouts
 
-    from minipods.bench import sync
-    from minipods.data import build_prompt, synthetic_problems
-    from minipods.grpo import grpo_update
-    from minipods.memory import MemoryMeter
-    from minipods.model import count_parameters, load_policy
-    from minipods.rollouts import Rollouts, generate_rollouts
-    from minipods.train import make_config, make_optimizer
-
-    device = a.get("device", "cuda")
-    torch.manual_seed(a["seed"])
-    t0 = time.perf_counter()
-    model, tok = load_policy(a["model"], quantize="4bit", lora_r=a["lora_r"], lora_alpha=a["lora_alpha"],
-                             device=device, gradient_checkpointing=True)
-    load_s = time.perf_counter() - t0
-    cfg = make_config(preset="paper")
-    optimizer = make_optimizer(model, cfg, device)  # paper: 8-bit AdamW on CUDA (AdamW on a CPU)
-    weights_mb = torch.cuda.memory_allocated() / 2**20 if device.startswith("cuda") else float("nan")
-    # m sequences per prompt of seq_tokens tokens (half prompt, half completion), every token real
     B, P = a["m"] * a["prompts"], a["seq_tokens"] // 2
     C = a["seq_tokens"] - P
     vocab = model.get_output_embeddings().weight.shape[0]
@@ -76,7 +61,15 @@ def worker_cuda_recipe(a: dict) -> dict:
     ids = torch.randint(min(100, vocab - 1), min(vocab, 30000), (B, P + C), generator=g)
     batch = Rollouts(ids[:, :P], torch.ones(B, P, dtype=torch.long), ids[:, P:], torch.ones(B, C, dtype=torch.long),
                      torch.arange(a["prompts"]).repeat_interleave(a["m"]), [""] * B, a["m"])
-    adv = torch.randn(B, generator=g)
+    return batch, torch.randn(B, generator=g)
+
+
+def timed_updates(model, optimizer, cfg, batch, adv, a: dict, device: str) -> dict:
+    """One warm-up update, then a["repeats"] timed ones inside a MemoryMeter: their median seconds,
+    the meter's peaks, the last update's outputs, and how far the adapter moved."""
+    from minipods.fast.update import shared_logprobs
+    from minipods.grpo import grpo_update
+
     # adapter snapshot on the CPU, so that it adds nothing to the GPU memory measured below
     before = {n: p.detach().to("cpu", torch.float32, copy=True) for n, p in model.named_parameters() if p.requires_grad}
 
@@ -84,7 +77,7 @@ def worker_cuda_recipe(a: dict) -> dict:
         sync(device)
         t = time.perf_counter()
         out = grpo_update(model, optimizer, batch, adv, micro_batch_size=a["micro_batch_size"],
-                          max_grad_norm=cfg.max_grad_norm, chunk_tokens=cfg.logprob_chunk)
+                          max_grad_norm=cfg.max_grad_norm, chunk_tokens=cfg.logprob_chunk, logprob_fn=shared_logprobs)
         sync(device)
         return time.perf_counter() - t, out
 
@@ -97,26 +90,51 @@ def worker_cuda_recipe(a: dict) -> dict:
             outs.append(out)
     moved = max(float((p.detach().float().cpu() - before[n]).abs().max()) for n, p in model.named_parameters()
                 if p.requires_grad)
-    # generation throughput: gen_n rollouts of one prompt in one batched call
+    mem_gib = (mm.reserved_mb if math.isfinite(mm.reserved_mb) else mm.peak_mb) / 1024
+    return {"update_s": float(np.median(times)), "peak_allocated_mb": mm.peak_mb, "peak_reserved_mb": mm.reserved_mb,
+            "memory_kind": mm.kind, "fits_24gb": mem_gib + CARD_HEADROOM_GIB <= CARD_GIB,
+            "loss": outs[-1]["loss"], "grad_norm": outs[-1]["grad_norm"],
+            "update_skips": sum(o["skipped"] for o in outs), "adapter_max_change": moved}
+
+
+def generation_speed(model, tok, a: dict) -> dict:
+    """Generation throughput: gen_n rollouts of one prompt in one batched call (after a warm-up)."""
+    from minipods.data import build_prompt, synthetic_problems
+    from minipods.fast.rollouts import generate_rollouts
+
     prompt = build_prompt(tok, synthetic_problems(1, seed=a["seed"])[0]["question"])
     generate_rollouts(model, tok, [prompt], 2, max_new_tokens=8, batch_size=2)  # warm-up
     ro = generate_rollouts(model, tok, [prompt], a["gen_n"], max_new_tokens=a["gen_tokens"], batch_size=a["gen_n"])
-    mem_gib = (mm.reserved_mb if math.isfinite(mm.reserved_mb) else mm.peak_mb) / 1024
+    return {"prompt_tokens": int(ro.prompt_mask[0].sum()), "gen_tokens": ro.num_tokens, "gen_s": ro.seconds,
+            "gen_tokens_per_s": ro.tokens_per_s}
+
+
+def worker_cuda_recipe(a: dict) -> dict:
+    """The measurement itself (runs in the worker process). `a`: see part_cuda; device defaults to cuda."""
+    from minipods.model import count_parameters, load_policy
+    from minipods.train import make_config, make_optimizer
+
+    device = a.get("device", "cuda")
+    torch.manual_seed(a["seed"])
+    t0 = time.perf_counter()
+    model, tok = load_policy(a["model"], quantize="4bit", lora_r=a["lora_r"], lora_alpha=a["lora_alpha"],
+                             device=device, gradient_checkpointing=True)
+    load_s = time.perf_counter() - t0
+    cfg = make_config(preset="paper")
+    optimizer = make_optimizer(model, cfg, device)  # paper: 8-bit AdamW on CUDA (AdamW on a CPU)
+    weights_mb = torch.cuda.memory_allocated() / 2**20 if device.startswith("cuda") else float("nan")
+    batch, adv = recipe_batch(model, a)
+    upd = timed_updates(model, optimizer, cfg, batch, adv, a, device)
+    gen = generation_speed(model, tok, a)
+    B = len(batch)
     return {"gpu": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu", "device": device,
             "load_s": load_s, "optimizer": type(optimizer).__name__,
             "trainable_params": count_parameters(model)["trainable"],
-            "update_s": float(np.median(times)), "update_s_per_sequence": float(np.median(times)) / B, "sequences": B,
-            "weights_mb": weights_mb, "peak_allocated_mb": mm.peak_mb, "peak_reserved_mb": mm.reserved_mb,
-            "memory_kind": mm.kind, "fits_24gb": mem_gib + CARD_HEADROOM_GIB <= CARD_GIB,
-            "loss": outs[-1]["loss"], "grad_norm": outs[-1]["grad_norm"],
-            "update_skips": sum(o["skipped"] for o in outs),
-            "adapter_max_change": moved, "prompt_tokens": int(ro.prompt_mask[0].sum()),
-            "gen_tokens": ro.num_tokens, "gen_s": ro.seconds, "gen_tokens_per_s": ro.tokens_per_s}
+            "update_s": upd["update_s"], "update_s_per_sequence": upd["update_s"] / B, "sequences": B,
+            "weights_mb": weights_mb, **{k: v for k, v in upd.items() if k != "update_s"}, **gen}
 
 
 def rows_cuda(r: dict) -> list[list[str]]:
-    from minipods.bench import fmt_mb, fmt_s
-
     if "skipped" in r:
         return [["cuda", "paper recipe (Qwen2.5-3B 4-bit, r=64, m=16, 1024 tok)", r["skipped"]]]
     if "error" in r:

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minipods.bench import fit_linear, fmt_s, fmt_x
+import torch
+
+from minipods.measure.common import fit_linear, fmt_s, fmt_x
 
 PAPER_L40S = {"grpo_s": 7.5, "pods_s": 10.1, "n": 64, "m": 16}  # s per step, one L40S, Qwen2.5-3B (issue 14)
 
@@ -94,11 +96,9 @@ def implied_gain(speedup: float, pods_s: float, grpo_s: float) -> float:
 # ---------------------------------------------------------------- the bench part
 def part_costmodel(ctx, cfg) -> dict:
     """Measure rollout seconds for n/4, n/2, n sequences (one batched generate each) and update seconds
-    for the --m-values kept (bench.updater), fit both lines, and price n = --n against m = n/4."""
-    import torch
-
-    from minipods.bench import fixed_rollouts, updater
-    from minipods.rollouts import generate_rollouts
+    for the --m-values kept (config.updater), fit both lines, and price n = --n against m = n/4."""
+    from minipods.fast.rollouts import generate_rollouts
+    from minipods.measure.config import fixed_rollouts, updater
     n = cfg.n
     gen_sizes = sorted({max(1, n // 4), max(1, n // 2), n})
     generate_rollouts(ctx.model, ctx.tok, [ctx.prompt], 2, max_new_tokens=4, batch_size=2)  # warm-up
@@ -139,4 +139,4 @@ def rows_costmodel(r: dict) -> list[list[str]]:
     return rows
 
 
-PART = (part_costmodel, rows_costmodel)  # what bench._part registers as the "costmodel" part
+PART = (part_costmodel, rows_costmodel)  # what measure.bench._part registers as the "costmodel" part

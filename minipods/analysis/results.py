@@ -8,11 +8,12 @@ vanilla GRPO's peak test accuracy (`summarize`: time_to_target_s, speedup). Accu
 95% Wilson interval (`wilson_interval`); two accuracies on the same questions (the first and last
 evaluation of a run, two arms of one seed) are compared with `paired_difference` (exact McNemar
 interval); `summarize(runs)` is a pure function of the metric rows;
-`write_summary` writes summary.md / summary.csv. Several seeds (`compare --seeds`):
-`summarize_seeds` gives each arm's mean and 95% interval across seeds, `learning_by_seed` each arm's
-first-vs-final change per seed and pooled, `paired_against` the paired
+`write_summary` writes summary.md / summary.csv. Several seeds (`compare --seeds`) live in
+minipods.analysis.seeds: `summarize_seeds` gives each arm's mean and 95% interval across seeds,
+`learning_by_seed` each arm's first-vs-final change per seed and pooled, `paired_against` the paired
 difference of pods_max_variance against each other arm on the same questions, `write_seed_summary`
-the files. The intervals themselves live in minipods.stats. minipods.plots draws from these.
+the files. The intervals themselves live in minipods.analysis.stats; the metrics and per-question
+files are written (and read back) by minipods.checkpoint. minipods.analysis.plots draws from these.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import json
 import math
 from pathlib import Path
 
-from minipods.stats import clopper_pearson, mean_interval, paired_difference, wilson_interval  # noqa: F401
+from minipods.analysis.stats import paired_difference
+from minipods.checkpoint import eval_path, eval_steps, read_log
 
 
 BASELINE = "grpo"  # the arm whose peak accuracy defines the target (paper: vanilla GRPO)
@@ -30,33 +32,7 @@ TARGET_FRAC = 0.99  # paper: time to reach 99% of GRPO's peak test accuracy
 COMPARISON_FILE = "comparison.json"  # written by minipods.compare: arm order, baseline, sweep
 
 
-class RunError(ValueError):
-    """A run folder that cannot be used as asked; the message is one line saying what to do."""
-
-
 # ---------------------------------------------------------------- reading runs
-def read_log(path: Path, drop_torn_tail: bool = True) -> list[dict]:
-    """The JSON rows of a metrics file. A last line without its newline that does not parse is a
-    torn append (dropped when `drop_torn_tail`); any other bad line raises RunError."""
-    path = Path(path)
-    if not path.is_file():
-        return []
-    text = path.read_text()
-    lines = text.split("\n")  # the last element is "" when the file ends with a newline
-    rows = []
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            if i == len(lines) and drop_torn_tail:
-                break  # torn tail: written by a step after the last checkpoint
-            raise RunError(f"{path}:{i} is not valid JSON (a damaged metrics file); "
-                           "repair or delete that line, then run again") from None
-    return rows
-
-
 def read_rows(run_dir: str | Path) -> list[dict]:
     """The metric rows of a run folder (OUTPUT_DIR/metrics.jsonl; [] when there is none)."""
     return read_log(Path(run_dir) / "metrics.jsonl")
@@ -67,24 +43,15 @@ def read_config(run_dir: str | Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-EVAL_DIR = "eval"  # OUTPUT_DIR/eval/step_{step:05d}.jsonl: one row per question of each evaluation
-
-
-def eval_path(run_dir: str | Path, step: int) -> Path:
-    return Path(run_dir) / EVAL_DIR / f"step_{step:05d}.jsonl"
-
-
-def eval_steps(run_dir: str | Path) -> list[int]:
-    """Steps that have a per-question evaluation file, ascending."""
-    d = Path(run_dir) / EVAL_DIR
-    if not d.is_dir():
-        return []
-    return sorted(int(p.stem[5:]) for p in d.glob("step_*.jsonl") if p.stem[5:].isdigit())
-
-
 def read_eval(run_dir: str | Path, step: int) -> list[dict]:
     """The per-question rows ({index, gold, pred, correct}) of the evaluation after `step`."""
     return read_log(eval_path(run_dir, step), drop_torn_tail=False)
+
+
+def final_eval(run_dir: str | Path) -> list[dict]:
+    """Per-question rows of a run's last evaluation ([] when it has none)."""
+    steps = eval_steps(run_dir)
+    return read_eval(run_dir, steps[-1]) if steps else []
 
 
 def matched_correct(rows_a: list[dict], rows_b: list[dict]) -> tuple[list[int], list[int]]:
@@ -93,12 +60,6 @@ def matched_correct(rows_a: list[dict], rows_b: list[dict]) -> tuple[list[int], 
     b = {r["index"]: r["correct"] for r in rows_b}
     both = [(r["correct"], b[r["index"]]) for r in rows_a if r["index"] in b]
     return [x for x, _ in both], [y for _, y in both]
-
-
-def paired_evals(rows_a: list[dict], rows_b: list[dict]) -> dict:
-    """`paired_difference` of two per-question evaluations (b minus a), matched by question index
-    (`matched_correct`; n says how many were paired)."""
-    return paired_difference(*matched_correct(rows_a, rows_b))
 
 
 def first_last_correct(run_dir: str | Path) -> tuple[list[int], list[int], int, int] | None:
@@ -110,14 +71,14 @@ def first_last_correct(run_dir: str | Path) -> tuple[list[int], list[int], int, 
     return (*matched_correct(read_eval(run_dir, steps[0]), read_eval(run_dir, steps[-1])), steps[0], steps[-1])
 
 
-def _change_of(fl: tuple[list[int], list[int], int, int] | None) -> dict | None:
+def change_of(fl: tuple[list[int], list[int], int, int] | None) -> dict | None:
     return None if fl is None else {**paired_difference(fl[0], fl[1]), "first_step": fl[2], "last_step": fl[3]}
 
 
 def learning_change(run_dir: str | Path) -> dict | None:
     """First (step 0) vs. last evaluation of a run on the same questions: paired_difference plus
     first_step/last_step; None with fewer than two evaluation files."""
-    return _change_of(first_last_correct(run_dir))
+    return change_of(first_last_correct(run_dir))
 
 
 def format_change(ch: dict) -> str:
@@ -280,7 +241,8 @@ SUMMARY_COLUMNS = ["arm", "method", "rule", "n", "m", "steps", "train_s", "peak_
 PAIRED_ARM = "pods_max_variance"  # the arm whose final evaluation is compared with every other arm's
 
 
-def _fmt(v, digits=3) -> str:
+def fmt(v, digits=3) -> str:
+    """A summary.md cell: '-' for None, floats to `digits` decimals."""
     if v is None:
         return "-"
     if isinstance(v, float):
@@ -297,7 +259,7 @@ def write_summary(summary: list[dict], out_dir: str | Path, configs: dict[str, d
     configs = configs or {}
     paired = paired or {}
     rows = [{**{k: configs.get(s["arm"], {}).get(k) for k in ("method", "rule", "n", "m")}, **s,
-             **_paired_cols(paired.get(s["arm"]))} for s in summary]
+             **paired_cols(paired.get(s["arm"]))} for s in summary]
     for r in rows:
         if r.get("method") == "grpo":
             r["rule"] = None  # vanilla GRPO keeps every rollout: no down-sampling rule
@@ -327,7 +289,7 @@ def write_summary(summary: list[dict], out_dir: str | Path, configs: dict[str, d
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         if r["time_to_target_s"] is not None:
-            hit = _fmt(r["time_to_target_s"], 1)
+            hit = fmt(r["time_to_target_s"], 1)
         else:
             hit = "not reached" if r["target_accuracy"] is not None else "n/a"
         if r["speedup"] is not None:
@@ -335,28 +297,29 @@ def write_summary(summary: list[dict], out_dir: str | Path, configs: dict[str, d
         else:
             sp = "at t=0" if r["time_to_target_s"] == 0 else ("-" if hit != "not reached" else "not reached")
         lines.append("| " + " | ".join([
-            r["arm"], _fmt(r.get("n")), _fmt(r.get("m")), _fmt(r["steps"]), _fmt(r["train_s"], 1),
-            _fmt(r["peak_accuracy"]), hit, sp, _fmt(r["mean_step_s"], 2), _fmt(r["mean_rollout_s"], 2),
-            _fmt(r["mean_update_s"], 2), _fmt(r["zero_std_frac"], 2), _fmt(r["peak_mem_mb"], 0)]) + " |")
+            r["arm"], fmt(r.get("n")), fmt(r.get("m")), fmt(r["steps"]), fmt(r["train_s"], 1),
+            fmt(r["peak_accuracy"]), hit, sp, fmt(r["mean_step_s"], 2), fmt(r["mean_rollout_s"], 2),
+            fmt(r["mean_update_s"], 2), fmt(r["zero_std_frac"], 2), fmt(r["peak_mem_mb"], 0)]) + " |")
     lines += ["", "- peak acc: best test accuracy over the run's evaluations (step 0 included).",
               "- zero-std groups: mean fraction of prompts whose n rollouts all got the same reward "
               "(no GRPO signal).", "- rollout s / update s: mean seconds per step in the inference and "
               "the policy-update phase (the asymmetry PODS exploits).", ""]
-    lines += _paired_lines(paired)
+    lines += paired_lines(paired)
     md_path = out_dir / "summary.md"
     md_path.write_text("\n".join(lines))
     return md_path, csv_path
 
 
-# ---------------------------------------------------------------- paired and several seeds
-def _paired_cols(p: dict | None, prefix: str = "paired") -> dict:
+def paired_cols(p: dict | None, prefix: str = "paired") -> dict:
+    """The summary.csv columns {prefix}_diff, _lo, _hi, _n of a paired_difference ({} when it has none)."""
     if not p or p.get("diff") is None:
         return {}
     return {f"{prefix}_diff": p["diff"], f"{prefix}_lo": p["ci95"][0], f"{prefix}_hi": p["ci95"][1],
             f"{prefix}_n": p["n"]}
 
 
-def _paired_lines(paired: dict[str, dict]) -> list[str]:
+def paired_lines(paired: dict[str, dict]) -> list[str]:
+    """summary.md's table of the paired differences (arm -> paired_difference, `paired_against`)."""
     rows = [(a, p) for a, p in paired.items() if p.get("diff") is not None]
     if not rows:
         return []
@@ -368,121 +331,3 @@ def _paired_lines(paired: dict[str, dict]) -> list[str]:
         out.append(f"| {a} | {100 * p['diff']:+.1f} | [{100 * p['ci95'][0]:+.1f}, {100 * p['ci95'][1]:+.1f}] | "
                    f"{p['n']} | {p['b_only']} | {p['a_only']} |")
     return out + [""]
-
-
-def final_eval(run_dir: str | Path) -> list[dict]:
-    """Per-question rows of a run's last evaluation ([] when it has none)."""
-    steps = eval_steps(run_dir)
-    return read_eval(run_dir, steps[-1]) if steps else []
-
-
-def paired_against(seed_dirs: dict[int, dict[str, Path]], arm: str = PAIRED_ARM) -> dict[str, dict]:
-    """Other arm -> paired_difference(other's final evaluation, `arm`'s), b minus a = `arm` minus the
-    other. seed_dirs: seed -> arm -> run folder. Arms of one seed are evaluated on the same questions;
-    the pairs of all seeds are pooled (N counts (seed, question) pairs)."""
-    out = {}
-    others = [a for dirs in seed_dirs.values() for a in dirs if a != arm]
-    for other in dict.fromkeys(others):
-        xa, xb = [], []
-        for dirs in seed_dirs.values():
-            if arm in dirs and other in dirs:
-                a, b = matched_correct(final_eval(dirs[other]), final_eval(dirs[arm]))
-                xa += a
-                xb += b
-        out[other] = paired_difference(xa, xb)
-    return out
-
-
-def learning_by_seed(seed_dirs: dict[int, dict[str, Path]]) -> dict[str, dict]:
-    """Does each arm learn? Arm -> {"per_seed": seed -> learning_change (None: under two
-    evaluations), "pooled": paired_difference of first vs final evaluation over every (seed, question)
-    pair}. seed_dirs: seed -> arm -> run folder."""
-    out = {}
-    for arm in dict.fromkeys(a for dirs in seed_dirs.values() for a in dirs):
-        per, xa, xb = {}, [], []
-        for s, dirs in seed_dirs.items():
-            fl = first_last_correct(dirs[arm]) if arm in dirs else None
-            per[s] = _change_of(fl)
-            if fl is not None:
-                xa += fl[0]
-                xb += fl[1]
-        out[arm] = {"per_seed": per, "pooled": paired_difference(xa, xb) if xa else None}
-    return out
-
-
-SEED_METRICS = {"final_accuracy": (0.0, 1.0), "peak_accuracy": (0.0, 1.0), "time_to_target_s": (0.0, math.inf),
-                "train_s": (0.0, math.inf), "mean_step_s": (0.0, math.inf)}
-
-
-def summarize_seeds(per_seed: dict[int, dict[str, list[dict]]], baseline: str | None = BASELINE,
-                    target_frac: float = TARGET_FRAC) -> list[dict]:
-    """One row per arm: for each of SEED_METRICS the mean and 95% interval across seeds
-    (`mean_interval`; each seed's target is 99% of that seed's baseline peak). A seed whose arm
-    never reached the target is left out of that mean (k of `of` seeds say how many reached it)."""
-    per = {s: {r["arm"]: r for r in summarize(runs, baseline, target_frac)} for s, runs in per_seed.items()}
-    arms = list(dict.fromkeys(a for runs in per_seed.values() for a in runs))
-    return [{"arm": a, "seeds": sum(a in p for p in per.values()),
-             **{k: mean_interval([p[a][k] for p in per.values() if a in p], b) for k, b in SEED_METRICS.items()}}
-            for a in arms]
-
-
-def _change(p: dict | None) -> str:
-    if not p or p.get("diff") is None:
-        return "-"
-    lo, hi = p["ci95"]
-    return (f"{100 * p['acc_a']:.1f} → {100 * p['acc_b']:.1f} ({100 * p['diff']:+.1f} "
-            f"[{100 * lo:+.1f}, {100 * hi:+.1f}])")
-
-
-def write_seed_summary(rows: list[dict], paired: dict[str, dict], out_dir: str | Path, seeds: list[int],
-                       configs: dict[str, dict] | None = None,
-                       learning: dict[str, dict] | None = None) -> tuple[Path, Path]:
-    """summary.csv (mean, lo, hi per metric; paired columns; learn_* = pooled first-vs-final change)
-    and summary.md of a several-seed comparison."""
-    out_dir, configs, learning = Path(out_dir), configs or {}, learning or {}
-    cols = ["arm", "n", "m", "seeds"] + [f"{k}_{x}" for k in SEED_METRICS for x in ("mean", "lo", "hi")] + \
-        ["time_to_target_reached", "paired_diff", "paired_lo", "paired_hi", "paired_n",
-         "learn_diff", "learn_lo", "learn_hi", "learn_n"]
-    flat = []
-    for r in rows:
-        f = {"arm": r["arm"], "seeds": r["seeds"], "time_to_target_reached": r["time_to_target_s"]["k"],
-             **{k: configs.get(r["arm"], {}).get(k) for k in ("n", "m")}, **_paired_cols(paired.get(r["arm"])),
-             **_paired_cols((learning.get(r["arm"]) or {}).get("pooled"), prefix="learn")}
-        f.update({f"{k}_{x}": r[k][x] for k in SEED_METRICS for x in ("mean", "lo", "hi")})
-        flat.append(f)
-    csv_path = out_dir / "summary.csv"
-    with csv_path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=cols)
-        w.writeheader()
-        for f in flat:
-            w.writerow({k: ("" if f.get(k) is None else f[k]) for k in cols})
-
-    def ci(m, pct=True):
-        if m["mean"] is None:
-            return "-"
-        k = 100 if pct else 1
-        body = f"{k * m['mean']:.1f}" + (f" [{k * m['lo']:.1f}, {k * m['hi']:.1f}]" if m["lo"] is not None else "")
-        return body + (f" ({m['k']}/{m['of']} seeds)" if m["k"] < m["of"] else "")
-    lines = ["# minipods comparison over seeds", "",
-             (f"Seeds {', '.join(map(str, seeds))}: each arm once per seed; the arms of one seed see the same "
-              "questions in the same order. Mean [95% t-interval across seeds]; accuracies in %, times in "
-              "training seconds (evaluation excluded). Target: 99% of that seed's `grpo` peak."), "",
-             "| arm | n | m | final acc | peak acc | time to target (s) | train s | s/step |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for r, f in zip(rows, flat):
-        lines.append(f"| {r['arm']} | {_fmt(f['n'])} | {_fmt(f['m'])} | {ci(r['final_accuracy'])} | "
-                     f"{ci(r['peak_accuracy'])} | {ci(r['time_to_target_s'], pct=False)} | "
-                     f"{ci(r['train_s'], pct=False)} | {ci(r['mean_step_s'], pct=False)} |")
-    lines += [""] + _paired_lines(paired)
-    if learning:
-        lines += [("Learning: each arm's first (step 0) vs final evaluation on the same questions, "
-                   "accuracy % and change in points [exact McNemar 95% CI]; pooled = all (seed, question) pairs:"), "",
-                  "| arm | " + " | ".join(f"seed {s}" for s in seeds) + " | pooled |",
-                  "|---|" + "---:|" * (len(seeds) + 1)]
-        for a, ln in learning.items():
-            lines.append(f"| {a} | " + " | ".join(_change(ln["per_seed"].get(s)) for s in seeds) +
-                         f" | {_change(ln['pooled'])} |")
-        lines.append("")
-    md_path = out_dir / "summary.md"
-    md_path.write_text("\n".join(lines))
-    return md_path, csv_path

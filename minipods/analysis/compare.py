@@ -1,0 +1,313 @@
+"""GRPO vs. GRPO-PODS under the same seed, data order and budget: `python -m minipods.compare`.
+
+Paper (Xu et al., TMLR 2026, Figure 1 and Section 5): with the same wall-clock budget, GRPO-PODS
+(generate n = 64, update on the m = 16 of maximum reward variance) reaches vanilla GRPO's
+(n = m = 16) peak test accuracy about 2x sooner, because generating rollouts is cheap and parallel
+while the update is memory- and time-bound in the number of rollouts it trains on.
+
+    python -m minipods.compare --small --output-dir runs/cmp              # CPU-sized (train's small preset)
+    python -m minipods.compare --preset paper --budget-s 36000 ...        # the paper's arms
+    python -m minipods.compare --small --arms grpo,pods_max_variance,pods_random,pods_max_reward
+    python -m minipods.compare --small --sweep n=4,8,16                   # PODS for several n, m fixed
+    python -m minipods.compare --small --seeds 0,1,2                      # every arm once per seed
+
+Each arm is a normal `minipods.train` run in OUTPUT_DIR/ARM (metrics.jsonl, config.json, adapter/,
+checkpoint/), started from a freshly loaded model (arms never share trained weights), with the same
+seed, so the same questions in the same order. A finished arm gets a DONE marker and is skipped when
+the command is run again; an interrupted one resumes from its checkpoint. The figures and
+summary.md/summary.csv (see minipods.analysis.plots) are written to OUTPUT_DIR and can be redrawn with
+`python -m minipods.plots OUTPUT_DIR`. With `--seeds 0,1,2` each seed is such a comparison in
+OUTPUT_DIR/seed{s}/ (its arms share that seed's questions and order), and OUTPUT_DIR gets the summary
+across seeds (mean and 95% interval; paired difference of pods_max_variance against each arm).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable
+
+from minipods import cli
+from minipods import train as train_mod
+from minipods.analysis import plots, results
+from minipods.checkpoint import RunLock, prepare_output_dir, write_atomic
+from minipods.measure.memory import reset_peak
+from minipods.model import DEFAULT_MODEL, resolve_model
+from minipods.train import PRESETS, TrainConfig, make_config
+
+# Arm name -> the settings that define it (everything else is shared by all arms).
+ARMS: dict[str, dict] = {
+    "grpo": dict(method="grpo"),  # vanilla GRPO: update on all rollouts, n = m
+    # GRPO updating on all n rollouts PODS generates (n = m = PODS's n): same inference as PODS, the
+    # update PODS avoids; the regime where down-sampling saves update time
+    "grpo_same_n": dict(method="grpo"),
+    "pods_max_variance": dict(method="pods", rule="max_variance"),  # the paper's PODS
+    "pods_random": dict(method="pods", rule="random"),
+    "pods_max_reward": dict(method="pods", rule="max_reward"),
+}
+DEFAULT_ARMS = ("grpo", "pods_max_variance")
+SMALL_ARMS = ("grpo", "grpo_same_n", "pods_max_variance")  # --small's default arms
+DONE = "DONE"  # marker file in a finished arm's folder
+SMALL_EVAL_EVERY = 8  # --small: evaluate at steps 0, 8 and 16 (a learning curve, yet few costly evaluations)
+UNBOUNDED_STEPS = 1_000_000  # --budget-s without --max-steps: the budget is the only limit
+# settings that may differ between a saved arm and a re-run of it without changing its results
+_NOT_COMPARED = {"resume", "progress", "output_dir", "device"}
+_PER_ARM = ("method", "rule", "output_dir", "resume")  # TrainConfig fields compare sets itself
+
+
+def parse_sweep(spec: str) -> tuple[str, list[int]]:
+    """'n=8,16,32' -> ('n', [8, 16, 32]). The swept setting is n (m fixed) or m (n fixed)."""
+    key, sep, vals = spec.partition("=")
+    key = key.strip()
+    if not sep or key not in ("n", "m"):
+        raise ValueError(f"--sweep must look like n=8,16,32 (or m=2,4,8), got {spec!r}")
+    try:
+        values = sorted({int(v) for v in vals.split(",") if v.strip()})
+    except ValueError:
+        raise ValueError(f"--sweep values must be integers, got {vals!r}") from None
+    if not values or min(values) < 1:
+        raise ValueError(f"--sweep needs positive integers, got {vals!r}")
+    return key, values
+
+
+def parse_arms(spec: str | list[str] | tuple[str, ...]) -> list[str]:
+    names = [a.strip() for a in spec.split(",")] if isinstance(spec, str) else list(spec)
+    names = [a for a in names if a]
+    unknown = [a for a in names if a not in ARMS]
+    if unknown:
+        raise ValueError(f"unknown arm(s) {', '.join(unknown)}; expected some of {', '.join(ARMS)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"--arms lists an arm twice: {','.join(names)}")
+    return names
+
+
+def _shared_overrides(preset: str | None, overrides: dict) -> dict:
+    """The settings shared by every arm: explicit overrides, plus comparison defaults for the step
+    limit (a --budget-s alone lifts max_steps) and evaluation (a few points, so there is a curve)."""
+    ov = {k: v for k, v in overrides.items() if v is not None}
+    for k in _PER_ARM:
+        if k in ov:
+            raise ValueError(f"{k} is set per arm by minipods.compare, not as an override")
+    base = dict(PRESETS[preset]) if preset else {}
+    if ov.get("budget_s") and "max_steps" not in ov:
+        ov["max_steps"] = UNBOUNDED_STEPS
+    if "eval_every" not in ov:
+        preset_every = base.get("eval_every", 0)
+        if preset == "small" or not preset_every:
+            steps = ov.get("max_steps", base.get("max_steps", TrainConfig.max_steps))
+            ov["eval_every"] = SMALL_EVAL_EVERY if steps >= UNBOUNDED_STEPS or preset == "small" \
+                else max(1, steps // 4)
+    return ov
+
+
+def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "runs/compare",
+                sweep: tuple[str, list[int]] | None = None, **overrides) -> dict[str, TrainConfig]:
+    """Arm name -> its TrainConfig (validated). GRPO arms use n = m = the shared m (so GRPO and PODS
+    update on the same number of rollouts), grpo_same_n uses n = m = the shared n; PODS arms use the shared n and m; sweep arms are PODS
+    (max_variance) with the swept n (or m) and the other one shared."""
+    if preset is not None and preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
+    ov = _shared_overrides(preset, overrides)
+    out = Path(output_dir)
+    names = parse_arms(arms if arms is not None else (SMALL_ARMS if preset == "small" else DEFAULT_ARMS))
+    cfgs: dict[str, TrainConfig] = {}
+
+    def make(name, **kw):  # make_config validates; say which arm a bad setting breaks
+        try:
+            return make_config(preset, **kw, output_dir=str(out / name))
+        except ValueError as e:
+            raise ValueError(f"arm {name}: {e}") from None
+
+    pods_n = ov.get("n", (PRESETS[preset] if preset else {}).get("n", TrainConfig.n))
+    for name in names:
+        arm_ov = dict(ov)
+        if name == "grpo_same_n":
+            arm_ov["n"] = arm_ov["m"] = pods_n  # n = m = the n PODS generates
+        elif ARMS[name]["method"] == "grpo":
+            arm_ov.pop("n", None)  # n = m: make_config takes the (shared) m
+        cfgs[name] = make(name, **arm_ov, **ARMS[name])
+    if sweep is not None:
+        key, values = sweep
+        for v in values:
+            name = f"pods_{key}{v}"
+            cfgs[name] = make(name, **{**ov, key: v}, method="pods", rule="max_variance")
+    if not cfgs:
+        raise ValueError("nothing to run: give --arms and/or --sweep")
+    return cfgs
+
+
+def config_mismatch(cfg: TrainConfig, saved: dict) -> list[str]:
+    """Settings of `cfg` that differ from a saved config.json (ignoring ones that don't change results)."""
+    return [k for k, v in asdict(cfg).items() if k not in _NOT_COMPARED and k in saved and saved[k] != v]
+
+
+def arm_status(cfg: TrainConfig) -> str:
+    """'done' (DONE marker), 'resume' (a checkpoint or metrics exist) or 'new'."""
+    d = Path(cfg.output_dir)
+    if (d / DONE).is_file():
+        return "done"
+    if any((d / name).exists() for name in ("checkpoint", "checkpoint.old", "metrics.jsonl")):
+        return "resume"
+    return "new"
+
+
+def parse_seeds(spec: str | list[int]) -> list[int]:
+    """'0,1,2' -> [0, 1, 2] (distinct, in the given order)."""
+    try:
+        seeds = [int(x) for x in spec.split(",") if x.strip()] if isinstance(spec, str) else [int(x) for x in spec]
+    except ValueError:
+        raise ValueError(f"--seeds must be comma-separated integers, got {spec!r}") from None
+    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise ValueError(f"--seeds needs distinct non-negative integers, got {spec!r}")
+    return seeds
+
+
+def seed_configs(arms, preset, out: Path, sweep, seeds: list[int] | None, overrides: dict) -> dict:
+    """Seed (None: a single-seed comparison, arms in OUTPUT_DIR/ARM) -> arm -> TrainConfig; with
+    seeds, arms in OUTPUT_DIR/seed{s}/ARM, trained with seed s (data order, sampling, eval questions)."""
+    if seeds is None:
+        return {None: arm_configs(arms, preset, out, sweep, **overrides)}
+    if overrides.get("seed") is not None:
+        raise ValueError("give either --seed or --seeds, not both")
+    return {s: arm_configs(arms, preset, out / f"seed{s}", sweep, **overrides, seed=s) for s in seeds}
+
+
+def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: str | None = None,
+                   sweep: tuple[str, list[int]] | str | None = None,
+                   model_factory: Callable[[TrainConfig], tuple] | None = None, log: Callable = print,
+                   seeds: list[int] | str | None = None, **overrides) -> Path:
+    """Run (or resume) every arm (once per seed with `seeds`), then write the figures and summary
+    into `output_dir`. arms=None: SMALL_ARMS for the small preset, else DEFAULT_ARMS.
+
+    model_factory(cfg) -> (model, tokenizer): called once per arm for a fresh model (e.g. the tiny
+    test model); default: each arm loads cfg.model itself. overrides: any TrainConfig field shared
+    by all arms (n, m, max_steps, budget_s, eval_every, eval_limit, lr, data, model, ...).
+    """
+    if isinstance(sweep, str):
+        sweep = parse_sweep(sweep)
+    if arms is None:
+        arms = SMALL_ARMS if preset == "small" else DEFAULT_ARMS
+    seeds = parse_seeds(seeds) if seeds is not None else None
+    out = Path(output_dir)
+    per_seed = seed_configs(arms, preset, out, sweep, seeds, overrides)
+    # refuse before any work if a saved arm was run with other settings
+    for cfgs in per_seed.values():
+        for name, cfg in cfgs.items():
+            saved = results.read_config(cfg.output_dir)
+            diff = config_mismatch(cfg, saved) if arm_status(cfg) != "new" else []
+            if diff:
+                raise ValueError(f"{cfg.output_dir} holds a run with different settings ({', '.join(diff)}); "
+                                 "use another --output-dir (or delete that arm's folder)")
+    prepare_output_dir(out)
+    with RunLock(out):  # one comparison process per folder (each arm also locks its own folder)
+        if seeds is None:
+            return _run_arms(out, per_seed[None], preset, sweep, model_factory, log, overrides)
+        meta = {"seeds": seeds, **_meta(per_seed[seeds[0]], preset, overrides)}
+        write_atomic(out / results.COMPARISON_FILE, json.dumps(meta, indent=1))
+        for s in seeds:
+            log(f"== seed {s} ==")
+            prepare_output_dir(out / f"seed{s}")
+            _run_arms(out / f"seed{s}", per_seed[s], preset, sweep, model_factory, log, {**overrides, "seed": s})
+        for p in plots.make_seeds(out, meta).values():
+            log(f"wrote {p}")
+        return out
+
+
+def _meta(cfgs: dict[str, TrainConfig], preset, overrides) -> dict:
+    """What comparison.json records of a set of arms (the plots read it back)."""
+    return {"arms": list(cfgs), "baseline": results.BASELINE if "grpo" in cfgs else None, "preset": preset,
+            "overrides": {k: v for k, v in overrides.items() if v is not None}}
+
+
+def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_factory, log, overrides) -> Path:
+    meta = {**_meta(cfgs, preset, overrides), "budget_s": cfgs[next(iter(cfgs))].budget_s,
+            "sweep": {"param": sweep[0], "values": sweep[1], "arms": [f"pods_{sweep[0]}{v}" for v in sweep[1]]}
+            if sweep else None}
+    write_atomic(out / results.COMPARISON_FILE, json.dumps(meta, indent=1))
+
+    for i, (name, cfg) in enumerate(cfgs.items(), 1):
+        status = arm_status(cfg)
+        head = f"[{i}/{len(cfgs)}] {name}: {cfg.method} n={cfg.n} m={cfg.m}" + \
+               (f" rule={cfg.rule}" if cfg.method == "pods" else "")
+        if status == "done":
+            log(f"{head}: finished earlier ({Path(cfg.output_dir) / DONE}), skipped")
+            continue
+        log(f"{head}: {'resuming' if status == 'resume' else 'starting'} in {cfg.output_dir}")
+        cfg = dataclasses.replace(cfg, resume=status == "resume")
+        model = tok = None
+        if model_factory is not None:
+            model, tok = model_factory(cfg)
+        reset_peak(cfg.device)  # each arm's peak_mem_mb counts from its own start
+        t0 = time.perf_counter()
+        train_mod.train(cfg, model, tok)
+        rows = results.read_rows(cfg.output_dir)
+        last = max((r for r in rows if "step_s" in r), key=lambda r: r["step"], default={})
+        write_atomic(Path(cfg.output_dir) / DONE, json.dumps(  # a kill before this: the arm resumes (no-op)
+            {"step": last.get("step", 0), "elapsed_s": last.get("elapsed_s", 0.0),
+             "wall_s_this_call": time.perf_counter() - t0}) + "\n")
+        del model, tok
+        gc.collect()
+
+    run_dirs = {name: Path(cfg.output_dir) for name, cfg in cfgs.items()}
+    paths = plots.make_all(run_dirs, out, meta)
+    for p in paths.values():
+        log(f"wrote {p}")
+    return out
+
+
+# ---------------------------------------------------------------- CLI
+def build_parser():
+    p = cli.Parser(prog="python -m minipods.compare", description=__doc__.split("\n\n")[0])
+    p.add_argument("--output-dir", default="runs/compare",
+                   help="comparison folder: one sub-folder per arm, figures (default: runs/compare)")
+    p.add_argument("--small", action="store_true", help="CPU-sized: train's 'small' preset, evaluation every "
+                                                        f"{SMALL_EVAL_EVERY} steps")
+    p.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                   help="shared settings (paper: GRPO n=m=16 vs PODS n=64 m=16); explicit flags override (default: none, "
+                        "train's defaults)")
+    p.add_argument("--arms", default=None,
+                   help=f"comma-separated, from {','.join(ARMS)} (default: {','.join(DEFAULT_ARMS)}; "
+                        f"--small: {','.join(SMALL_ARMS)}; with --sweep: none)")
+    p.add_argument("--seeds", default=None, help="run every arm once per seed, e.g. 0,1,2 (folders seed{s}/ARM; "
+                                                 "summary: mean and 95%% interval across seeds)")
+    p.add_argument("--sweep", default=None, help="also run PODS (max_variance) for several n with m fixed, e.g. "
+                                                 "n=8,16,32 (or m=2,4,8 with n fixed)")
+    cli.add_dataclass_args(p, TrainConfig, skip=_PER_ARM, default_label="train default")
+    return p
+
+
+def main(argv=None) -> int:
+    prog = "minipods.compare"
+    args = build_parser().parse_args(argv)
+    try:
+        if args.small and args.preset and args.preset != "small":
+            raise ValueError(f"--small conflicts with --preset {args.preset}")
+        preset = args.preset or ("small" if args.small else None)
+        shared = cli.overrides(args, TrainConfig, skip=_PER_ARM)
+        sweep = parse_sweep(args.sweep) if args.sweep else None
+        arms = parse_arms(args.arms) if args.arms is not None else \
+            ([] if sweep else list(SMALL_ARMS if preset == "small" else DEFAULT_ARMS))
+        seeds = parse_seeds(args.seeds) if args.seeds is not None else None
+        cfgs = next(iter(seed_configs(arms, preset, Path(args.output_dir), sweep, seeds, shared).values()))
+        model = next(iter(cfgs.values())).model  # (all of it validated above, before any work)
+        if model != DEFAULT_MODEL:
+            resolve_model(model)  # a missing path fails here, before any work
+        out = run_comparison(args.output_dir, arms, preset, sweep, seeds=seeds, **shared)
+    except KeyboardInterrupt:
+        print(f"\n{prog}: interrupted; run the same command again to resume the unfinished arm(s).",
+              file=sys.stderr)
+        return 130
+    except (ValueError, OSError) as e:
+        return cli.fail(prog, e)
+    print()
+    print((out / "summary.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""The fast rollout engine: `minipods.rollouts.generate_rollouts`'s contract, with less work.
+
+Same prompts in, same `Rollouts` out, the same distribution sampled (tests/test_fast.py holds it
+equal to the plain reference: greedy completions identical in float32, sampled tokens within
+sampling noise, the policy's weights never written). HF `generate` still runs the decode loop;
+three levers make it cheaper (docs/performance.md has what each buys, measured):
+
+  * shared prefill: each distinct prompt runs through the model once (all but its last token) and
+    its KV cache is copied to its n rows, instead of prefilling the same prompt n times;
+  * inverse-CDF sampling (minipods.fast.sampler): one uniform per row and step from torch's global
+    RNG, instead of `torch.multinomial`;
+  * on CPU, decoding with a separate inference copy of the policy whose weights hold the LoRA
+    adapter folded in (minipods.fast.inference; the trained weights are never touched), with
+    float32 upcasts of bf16 weights on CPUs without native bf16 matmuls.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from minipods.fast.inference import can_fold, folded_copy
+from minipods.fast.sampler import InverseCDFSampler
+from minipods.model import base_model_of, generation_mode
+from minipods.rollouts import Rollouts, assemble, encode_prompts, eos_ids, positions_from_mask
+
+
+def prefill_distinct(model, ids: torch.Tensor, am: torch.Tensor):
+    """Run the distinct prompts (G, P) once, all but their last token; return each layer's (keys,
+    values), (G, heads, P-1, head_dim), or None where the cache is not a plain DynamicCache
+    (sliding-window or other layer kinds: then every row is prefilled by `generate` as before)."""
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
+
+    if ids.shape[1] < 2:
+        return None
+    pos = positions_from_mask(am)
+    out = base_model_of(model).get_decoder()(input_ids=ids[:, :-1], attention_mask=am[:, :-1],
+                                             position_ids=pos[:, :-1], use_cache=True)  # no logits needed
+    cache = out.past_key_values
+    if type(cache) is not DynamicCache or any(type(layer) is not DynamicLayer for layer in cache.layers):
+        return None
+    return [(layer.keys, layer.values) for layer in cache.layers]
+
+
+def _decode(gen, prompt_ids, prompt_mask, group, kv, starts, batch_size, sampler, max_new_tokens, pad, eos):
+    """`generate` over the rows in chunks, each row starting from its prompt's cache when there is one."""
+    from transformers import DynamicCache
+
+    device, P, chunks = next(gen.parameters()).device, prompt_ids.shape[1], []
+    for s in starts:
+        ids, am = prompt_ids[s:s + batch_size].to(device), prompt_mask[s:s + batch_size].to(device)
+        cache = None
+        if kv is not None:  # index_select copies: the rows diverge from here on
+            g = group[s:s + batch_size].to(device)
+            cache = DynamicCache(ddp_cache_data=[(k[g], v[g]) for k, v in kv])
+        out = gen.generate(input_ids=ids, attention_mask=am, past_key_values=cache, max_new_tokens=max_new_tokens,
+                           do_sample=False, logits_processor=sampler, temperature=None, top_p=None, top_k=None,
+                           pad_token_id=pad, eos_token_id=eos)
+        chunks.append(out[:, P:].cpu())  # (b, c_chunk): completions only
+    return chunks
+
+
+@torch.no_grad()
+def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_tokens: int = 256,
+                      temperature: float = 0.9, top_p: float = 1.0, batch_size: int = 64,
+                      max_prompt_tokens: int | None = None, do_sample: bool = True,
+                      progress: bool = False, fold_adapter: bool | None = None) -> Rollouts:
+    """minipods.rollouts.generate_rollouts, fast. Arguments as there, plus
+
+    fold_adapter: decode with fast.inference.folded_copy (the LoRA adapter folded into a separate
+        copy of the weights, refreshed each call). None = on CPU where it applies. It never applies
+        to 4-bit models (the copy would cost them their memory advantage): they decode with the
+        unmerged adapter. On CUDA it is opt-in (True): it costs one more copy of the adapted weights.
+    meta of the result: fold_s, prefill_s, decode_s (seconds), steps (decode steps), folded and
+    shared_prefill (which levers applied).
+    """
+    from transformers import LogitsProcessorList
+
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if not prompts:
+        raise ValueError("no prompts given")
+    device = next(model.parameters()).device
+    eos = eos_ids(model, tokenizer)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos[0]
+    ids, am = encode_prompts(tokenizer, prompts, max_prompt_tokens)  # (G, P)
+    prompt_ids, prompt_mask = ids.repeat_interleave(n, dim=0), am.repeat_interleave(n, dim=0)  # (B, P)
+    group = torch.arange(len(prompts)).repeat_interleave(n)  # (B,)
+    starts = range(0, prompt_ids.shape[0], batch_size)
+    if progress:
+        from tqdm.auto import tqdm
+        starts = tqdm(starts, desc="rollouts", leave=False)
+    if fold_adapter is None:
+        fold_adapter = device.type == "cpu" and can_fold(model)
+    sampler = LogitsProcessorList([InverseCDFSampler(temperature, top_p)] if do_sample else [])
+
+    t0 = time.perf_counter()
+    with generation_mode(model):
+        gen = (folded_copy(model) if fold_adapter else None) or model
+        t1 = time.perf_counter()
+        kv = prefill_distinct(gen, ids.to(device), am.to(device))  # [(G, h, P-1, d)] * layers
+        t2 = time.perf_counter()
+        chunks = _decode(gen, prompt_ids, prompt_mask, group, kv, starts, batch_size, sampler, max_new_tokens,
+                         pad, eos)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    t3 = time.perf_counter()
+    meta = {"fold_s": t1 - t0, "prefill_s": t2 - t1, "decode_s": t3 - t2, "steps": max(c.shape[1] for c in chunks),
+            "folded": gen is not model, "shared_prefill": kv is not None}
+    return assemble(tokenizer, prompt_ids, prompt_mask, group, chunks, eos, pad, n, t3 - t0, meta)

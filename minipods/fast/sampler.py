@@ -1,0 +1,58 @@
+"""Sampling by inverse CDF, as a `generate` logits processor (a lever of the fast rollout engine).
+
+HF's `do_sample=True` draws each token with `torch.multinomial`, whose per-token exponential draws
+cost more than a small model's whole decode step on a CPU. Drawing one uniform per row and step and
+inverting the cumulative softmax samples the same distribution (tests/test_fast.py checks it) from
+torch's global RNG, so seeded runs reproduce and resume exactly.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def sample_inverse_cdf(weights: torch.Tensor, u: torch.Tensor, block: int = 128) -> torch.Tensor:
+    """(B,) token ids drawn from the rows of `weights` (B, V), unnormalised and >= 0, by inverse CDF.
+
+    u (B,): uniforms in [0, 1). Row b returns the first index whose cumulative weight exceeds
+    u_b * total_b, so a token is drawn with probability weight / total and a zero-weight token
+    never. Two levels keep it cheap and accurate: cumulative sums of blocks of `block` tokens
+    (in float64) pick the block, then a cumulative sum inside that one block picks the token.
+    """
+    B, V = weights.shape
+    nb = -(-V // block)
+    w = torch.nn.functional.pad(weights, (0, nb * block - V)).view(B, nb, block)  # (B, nb, block)
+    cb = w.sum(-1, dtype=torch.float64).cumsum(-1)  # (B, nb) cumulative block weights
+    total = cb[:, -1]
+    # u < 1 but u * total can round up to total: stay strictly below it
+    target = torch.minimum(u.to(torch.float64) * total, torch.nextafter(total, torch.zeros_like(total)))
+    j = torch.searchsorted(cb, target[:, None], right=True).squeeze(1)  # (B,) block holding the target
+    before = torch.where(j > 0, cb.gather(1, (j - 1).clamp(min=0)[:, None]).squeeze(1), 0.0)
+    inner = w[torch.arange(B, device=w.device), j].cumsum(-1, dtype=torch.float64)  # (B, block)
+    # the block was chosen because its weight is > 0; clamp rounding so a positive-weight token is hit
+    rest = torch.minimum((target - before).clamp(min=0), torch.nextafter(inner[:, -1], torch.zeros_like(total)))
+    k = torch.searchsorted(inner, rest[:, None], right=True).squeeze(1)
+    return j * block + k
+
+
+class InverseCDFSampler:
+    """A `generate` logits processor that samples: softmax(scores / T), nucleus-filtered when
+    top_p < 1 (HF's own TopPLogitsWarper, so the same distribution as `do_sample=True`), drawn by
+    inverse CDF. It returns 0 at the drawn token and -inf elsewhere, so `generate` runs greedy
+    (do_sample=False) over it. Uniforms come from torch's global RNG on the logits' device (the
+    state train.py checkpoints), one per row and step."""
+
+    def __init__(self, temperature: float = 1.0, top_p: float = 1.0):
+        from transformers import TopPLogitsWarper
+
+        self.temperature = temperature
+        self.top_p = TopPLogitsWarper(top_p) if top_p < 1.0 else None
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        scores = scores.float() / self.temperature  # (B, V)
+        if self.top_p is not None:
+            scores = self.top_p(input_ids, scores)
+        weights = torch.exp(scores - scores.amax(-1, keepdim=True))  # unnormalised softmax
+        u = torch.rand(scores.shape[0], dtype=torch.float64, device=scores.device)
+        tok = sample_inverse_cdf(weights, u)  # (B,)
+        return torch.full_like(scores, -float("inf")).scatter_(1, tok[:, None], 0.0)

@@ -1,0 +1,64 @@
+"""The shared-prompt update pass: `minipods.grpo.rollout_logprobs`'s contract, with less work.
+
+The m kept rows of one prompt share its tokens, so the backbone runs each distinct prompt of a
+micro-batch once and its rows' completions attend to that one pass (its keys/values expanded to
+the rows with autograd, so the gradient flows back through the prompt pass exactly as through m
+copies of it). Same log-probs and gradient (tests/test_fast.py), less work (docs/performance.md).
+Micro-batches stay runs of `micro_batch_size` consecutive rows (rows are group-major), so memory
+bounds and the accumulated full-batch gradient are as in the plain update; a group split across two
+micro-batches is run once in each, so a micro_batch_size that is a multiple of m shares the most.
+
+It falls back to one pass per row where it does not apply: gradient checkpointing (transformers
+drops the KV cache inside checkpointed layers), models whose cache is not a plain DynamicCache
+(e.g. sliding-window layers), or rows of one group with different prompt tokens.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from minipods.grpo import backbone_and_head, logprobs_from_states, rollout_logprobs
+from minipods.model import gradient_checkpointing_on
+from minipods.rollouts import Rollouts, positions_from_mask
+
+
+def shared_prompt_states(model, mb: Rollouts) -> torch.Tensor | None:
+    """(B, C, H) hidden states predicting the completion tokens, with each distinct prompt run once;
+    None where this does not apply (then the caller runs every row in full)."""
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
+
+    backbone, _ = backbone_and_head(model)
+    device = next(model.parameters()).device
+    ids = torch.cat([mb.prompt_ids, mb.completion_ids], 1).to(device)  # (B, L) L = P + C
+    am = torch.cat([mb.prompt_mask, mb.completion_mask], 1).to(device)  # (B, L)
+    pos, P, group = positions_from_mask(am), mb.prompt_ids.shape[1], mb.group.to(device)
+    uniq, inv = torch.unique(group, return_inverse=True)  # inv (B,): row -> its distinct prompt
+    if len(uniq) == len(group) or P < 1:
+        return None  # one row per prompt: nothing to share
+    first = torch.stack([(group == g).nonzero()[0, 0] for g in uniq])  # (G,) one row per prompt
+    if not torch.equal(ids[:, :P], ids[first][inv, :P]) or not torch.equal(am[:, :P], am[first][inv, :P]):
+        return None
+    out = backbone(input_ids=ids[first, :P], attention_mask=am[first, :P], position_ids=pos[first, :P],
+                   use_cache=True)  # (G, P, H): each prompt once
+    cache = out.past_key_values
+    if type(cache) is not DynamicCache or any(type(layer) is not DynamicLayer for layer in cache.layers):
+        return None
+    # every row continues from its prompt's keys/values; indexing keeps the autograd graph, so the
+    # rows' gradients are summed into the one prompt pass
+    rows = DynamicCache(ddp_cache_data=[(layer.keys[inv], layer.values[inv]) for layer in cache.layers])
+    h_c = backbone(input_ids=ids[:, P:], attention_mask=am, position_ids=pos[:, P:], past_key_values=rows,
+                   use_cache=True).last_hidden_state  # (B, C, H)
+    h_last = out.last_hidden_state[:, -1][inv]  # (B, H): the last prompt position predicts token 0
+    return torch.cat([h_last[:, None], h_c[:, :-1]], 1)
+
+
+def shared_logprobs(model, mb: Rollouts, temperature: float = 1.0, chunk_tokens: int = 512) -> torch.Tensor:
+    """(B, C) log-probs of mb's completion tokens, each distinct prompt run once (a `logprob_fn`
+    for grpo.grpo_update); the plain per-row pass where sharing does not apply."""
+    h = None
+    if not (torch.is_grad_enabled() and gradient_checkpointing_on(model)):
+        h = shared_prompt_states(model, mb)
+    if h is None:
+        return rollout_logprobs(model, mb, temperature, chunk_tokens)
+    return logprobs_from_states(model, h, mb.completion_ids, mb.completion_mask, temperature, chunk_tokens)

@@ -1,0 +1,1 @@
+"""Benchmarks: the parts of `python -m minipods.bench`, the one memory meter, the cost model."""

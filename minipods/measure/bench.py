@@ -1,0 +1,212 @@
+"""Performance benchmark: `python -m minipods.bench` (table on stdout, numbers in bench.json).
+
+PODS rests on an asymmetry (paper, Section 3): generating rollouts is cheap and parallel, updating
+on them is expensive and memory-bound, so generate n and update on m < n. These parts measure it:
+
+  rollout  n completions of one prompt in one batched `generate` vs n single-sequence calls (tokens/s)
+           (phases.py); fast vs plain rollouts, this CPU's TFLOP/s and GB/s, a decode step vs its
+           roofline (speed.py)
+  update   GRPO update time and peak memory for m = 2, 4, 8, 16 kept rollouts of one fixed set
+           (micro-batch fixed): time grows linearly with m, memory is bounded by the micro-batch
+           (phases.py); then grpo_update vs a plain PyTorch GRPO step on the same rows (speed.py)
+  logprob  chunked log-probs (grpo.token_logprobs) vs a full-vocabulary log-softmax
+           (grpo.naive_token_logprobs): peak memory of forward+backward, and their max abs difference
+  select   max_variance down-sampling time for n = 16 ... 1,000,000 and its log-log growth exponent
+           (selection.py)
+  trl      one warm GRPO step of minipods beside one of trl.GRPOTrainer, same settings (vs_trl.py)
+  cuda     the paper recipe's update on a GPU (Qwen2.5-3B-Instruct 4-bit, LoRA r=64, m=16, 1024-token
+           sequences, gradient checkpointing, micro-batch 4, 8-bit AdamW): peak memory, s/update, "fits a
+           24 GB card", generation tokens/s (cuda_recipe.py); by default on the 3B architecture twin
+  costmodel  rollout s vs sequences generated, update s vs kept: s/step of GRPO, PODS, break-even (costmodel.py)
+
+This module only dispatches: it validates the settings (config.py), loads the model once, runs the
+chosen parts in a fixed order and collects their rows into one table.
+
+Memory (memory.py): CUDA's peak allocated bytes, or the peak RSS of a phase on CPU. The CPU numbers of
+the update and logprob parts come from a fresh worker process with the allocator in exact mode
+(bench_memory.py), their times from separate runs with the normal allocator.
+
+`--quick` sizes everything for a shared 2-core CPU and, unless --threads is given, uses 1 torch
+thread: with other jobs on the box, 2 OpenMP threads ran far slower than 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from minipods.cli import Parser, add_dataclass_args, fail, overrides
+from minipods.measure import costmodel, cuda_recipe, phases, selection, speed, vs_trl
+from minipods.measure.common import format_table, set_threads
+from minipods.measure.config import DTYPES, POSITIVE, QUICK, BenchConfig, Context
+
+PARTS = ("rollout", "update", "logprob", "select", "trl", "cuda", "costmodel")
+MODEL_PARTS = ("rollout", "update", "logprob", "costmodel")  # parts that use the in-process model
+
+NOTES = {
+    "rollout": "batched/sequential: one generate call decodes all n sequences per forward pass, so the weights are "
+               "read once per step for n tokens; why generating many rollouts is cheap (PODS's premise)",
+    "update": "update time grows ~linearly with the m kept rollouts (never with the n generated); peak memory is "
+              "set by the micro-batch, so it stops growing once m >= micro-batch (memory: a fresh worker process "
+              "in exact allocator mode; times: separate runs here, normal allocator)",
+    "logprob": "naive materialises (batch x length x vocab) logits and their log-softmax for backward; the chunked "
+               "version keeps only (chunk x vocab) at a time and recomputes it in backward. Without checkpointing the "
+               "backbone's activations dominate a small model's peak; with it (the paper recipe) the logits do",
+    "select": "max_variance sorts once (O(n log n)) and scores m+1 candidates: exponent ~1; at small n fixed "
+              "numpy overhead dominates, which pulls the all-n exponent below 1",
+}
+
+
+def _part(name: str):
+    """(run(ctx, cfg) -> results, rows(results) -> table rows) of one part."""
+    if name == "trl":
+        return (lambda ctx, cfg: vs_trl.part_trl(cfg, ctx.device)), vs_trl.rows_trl
+    if name == "cuda":
+        return (lambda ctx, cfg: cuda_recipe.part_cuda(cfg)), cuda_recipe.rows_cuda
+    if name == "costmodel":
+        return costmodel.PART  # (part_costmodel, rows_costmodel)
+    if name == "select":
+        return (lambda ctx, cfg: selection.part_select(cfg.select_sizes, cfg.seed, cfg.quick)), selection.rows_select
+    if name == "logprob":
+        return phases.part_logprob, phases.rows_logprob
+    pairs = {"rollout": (phases.part_rollout, phases.rows_rollout), "update": (phases.part_update, phases.rows_update)}
+    return speed.with_speed(name, *pairs[name])  # the part's own rows, then its fast-vs-plain half (speed.py)
+
+
+def validate(cfg: BenchConfig, parts: list[str]) -> None:
+    """Raise ValueError (one line, naming the flag) for settings no part can run with, before any loading."""
+    def need(ok: bool, msg: str):
+        if not ok:
+            raise ValueError(msg)
+    bad = [p for p in parts if p not in PARTS]
+    need(parts and not bad, f"unknown part(s) {bad or parts}; expected some of {', '.join(PARTS)}")
+    need(cfg.dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}, got {cfg.dtype!r}")
+    need(cfg.device in ("auto", "cpu") or cfg.device.startswith("cuda"), f"--device must be auto, cpu or cuda[:N], "
+         f"got {cfg.device!r}")
+    need(cfg.threads >= 0, f"--threads must be >= 0, got {cfg.threads}")
+    for k in POSITIVE:
+        need(getattr(cfg, k) >= 1, f"--{k.replace('_', '-')} must be >= 1, got {getattr(cfg, k)}")
+    for k in ("m_values", "select_sizes"):
+        v = getattr(cfg, k)
+        need(bool(v) and min(v) >= 1, f"--{k.replace('_', '-')} must be positive integers, got {v}")
+    if "update" in parts or "costmodel" in parts:
+        need(len([m for m in cfg.m_values if m <= cfg.n]) >= 2,
+             f"the {'update' if 'update' in parts else 'costmodel'} part needs >= 2 --m-values <= --n={cfg.n}, got {cfg.m_values}")
+    if "trl" in parts:
+        need((cfg.trl_prompts * cfg.trl_n) % cfg.micro_batch_size == 0,
+             "--trl-prompts * --trl-n must be a multiple of --micro-batch-size")
+
+
+def _load(ctx: Context, cfg: BenchConfig, model, tokenizer, log) -> None:
+    """Put the model (loaded by name unless passed in), tokenizer, device and one prompt into ctx."""
+    from minipods.data import build_prompt, synthetic_problems
+    from minipods.model import load_policy
+    if model is None:
+        log(f"loading {cfg.model} ({cfg.dtype}) ...")
+        model, tokenizer = load_policy(cfg.model, dtype=cfg.dtype, device=ctx.device, lora_r=cfg.lora_r,
+                                       lora_alpha=cfg.lora_alpha)
+        ctx.by_name = True
+    ctx.model, ctx.tok = model, tokenizer
+    ctx.device = str(next(model.parameters()).device)
+    # one GSM8K-style prompt: a seeded synthetic word problem (no data download)
+    ctx.prompt = build_prompt(tokenizer, synthetic_problems(1, seed=cfg.seed)[0]["question"])
+
+
+def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, log=print) -> dict:
+    """Run the selected parts; returns the result dict (also what bench.json holds).
+    `model`/`tokenizer` may be passed in (the tiny model in tests)."""
+    from minipods.model import default_device
+    validate(cfg, parts)
+    parts = [p for p in PARTS if p in parts]  # fixed order: rollout feeds update and logprob
+    set_threads(cfg.threads)
+    device = default_device() if cfg.device == "auto" else cfg.device
+    t_start = time.perf_counter()
+    ctx = Context(device=device, parts=tuple(parts))
+    if any(p in MODEL_PARTS for p in parts):
+        _load(ctx, cfg, model, tokenizer, log)
+    results: dict = {}
+    for part in parts:
+        log(f"[{part}] ...")
+        t0 = time.perf_counter()
+        results[part] = _part(part)[0](ctx, cfg)
+        results[part]["part_s"] = time.perf_counter() - t0
+    rows = [row for part in parts for row in _part(part)[1](results[part])]
+    notes = [f"{p}: {NOTES[p]}" for p in parts if p in NOTES]
+    if "trl" in parts and "notes" in results["trl"]:
+        notes += [f"trl: {n}" for n in results["trl"]["notes"]]
+    return {"meta": meta(cfg, device, parts, time.perf_counter() - t_start), "parts": results,
+            "table": format_table(rows), "rows": rows, "notes": notes}
+
+
+def meta(cfg: BenchConfig, device: str, parts: list[str], seconds: float) -> dict:
+    import importlib.metadata as md
+
+    def ver(d):
+        try:
+            return md.version(d)
+        except md.PackageNotFoundError:
+            return None
+    return {"config": asdict(cfg), "parts": parts, "device": device, "threads": torch.get_num_threads(),
+            "cpu_count": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+            "versions": {d: ver(d) for d in ("torch", "transformers", "peft", "trl", "bitsandbytes")},
+            "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+            "total_s": seconds, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+
+# ---------------------------------------------------------------- command line
+PROG = "python -m minipods.bench"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The bench-only flags, then one flag per BenchConfig field (cli.add_dataclass_args)."""
+    p = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p.add_argument("--parts", default=",".join(PARTS),
+                   help="comma-separated subset of: " + ", ".join(PARTS) + " (default: all)")
+    p.add_argument("--quick", action="store_true", help="small sizes for a shared CPU (a few minutes), 1 thread")
+    p.add_argument("--output", default="bench.json", help="where to write the JSON results (default: bench.json)")
+    add_dataclass_args(p, BenchConfig, skip=("quick",))
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> BenchConfig:
+    """Defaults, then QUICK (with --quick; 1 thread), then the flags given."""
+    cfg = BenchConfig(quick=args.quick)
+    if args.quick:
+        for k, v in {**QUICK, "threads": 1}.items():
+            setattr(cfg, k, v)
+    for k, v in overrides(args, BenchConfig, skip=("quick",)).items():
+        setattr(cfg, k, v)
+    return cfg
+
+
+def main(argv=None) -> int:
+    """Returns the exit status: 0, or 2 after one `python -m minipods.bench: error: ...` line."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # Parser.error has printed its one line (or --help its text)
+        return int(e.code or 0)
+    cfg, parts = config_from_args(args), [p.strip() for p in args.parts.split(",") if p.strip()]
+    try:
+        validate(cfg, parts)
+    except ValueError as e:
+        return fail(PROG, e)
+    out = run_bench(cfg, parts, log=lambda s: print(s, file=sys.stderr, flush=True))
+    m = out["meta"]
+    print(f"minipods.bench: model {cfg.model}, dtype {cfg.dtype}, device {m['device']}, threads {m['threads']}, "
+          f"{'quick' if cfg.quick else 'full'} run, {m['total_s']:.0f} s")
+    print(out["table"])
+    print("\nnotes:")
+    for n in out["notes"]:
+        print(f"- {n}")
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(json.dumps(out, indent=1, default=float))
+    print(f"\nwrote {args.output}")
+    return 0

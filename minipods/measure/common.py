@@ -1,0 +1,96 @@
+"""Small helpers every bench part shares: line and power-law fits, number formatting, the table, timing.
+
+They sit below the parts and the dispatcher (measure/bench.py) and import nothing of minipods, so
+any part can use them without an import circle.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import torch
+
+
+# ---------------------------------------------------------------- fits
+def fit_linear(xs, ys) -> tuple[float, float, float]:
+    """Least-squares line y = slope * x + intercept; returns (slope, intercept, r2)."""
+    x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    if x.size < 2:
+        raise ValueError("need at least 2 points to fit a line")
+    slope, intercept = np.polyfit(x, y, 1)
+    res = y - (slope * x + intercept)
+    ss = float(((y - y.mean()) ** 2).sum())
+    r2 = 1.0 - float((res ** 2).sum()) / ss if ss > 0 else 1.0
+    return float(slope), float(intercept), r2
+
+
+def fit_power_law(xs, ys) -> tuple[float, float]:
+    """Fit y = c * x**k by least squares in log-log space; returns (k, c). k is the growth exponent."""
+    x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    if x.size < 2 or (x <= 0).any() or (y <= 0).any():
+        raise ValueError("need at least 2 points, all positive")
+    k, logc = np.polyfit(np.log(x), np.log(y), 1)
+    return float(k), float(math.exp(logc))
+
+
+# ---------------------------------------------------------------- formatting
+def fmt_s(s: float) -> str:
+    if s is None or not math.isfinite(s):
+        return "n/a"
+    return f"{s:.2f} s" if s >= 1 else f"{s * 1e3:.1f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} µs"
+
+
+def fmt_mb(mb: float) -> str:
+    if mb is None or not math.isfinite(mb):
+        return "n/a"
+    return f"{mb / 1024:.2f} GB" if abs(mb) >= 1024 else f"{mb:.0f} MB"
+
+
+def fmt_x(r: float) -> str:
+    return "n/a" if r is None or not math.isfinite(r) else f"{r:.2f}x"
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b and math.isfinite(a) and math.isfinite(b) and b > 0 else float("nan")
+
+
+def format_table(rows: list[list[str]], headers=("part", "measurement", "result")) -> str:
+    """A Markdown table with padded columns (reads well in a terminal and pastes into a README)."""
+    rows = [[str(c) for c in r] for r in rows]
+    widths = [max(len(str(h)), *(len(r[i]) for r in rows)) if rows else len(str(h)) for i, h in enumerate(headers)]
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    return "\n".join([line([str(h) for h in headers]), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+                     + [line(r) for r in rows])
+
+
+# ---------------------------------------------------------------- timing
+def sync(device: str) -> None:
+    """Wait for queued CUDA work, so that a timer sees it finished (no-op on CPU)."""
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def set_threads(n: int) -> None:
+    """torch threads for this process (0: leave torch's default)."""
+    if n:
+        torch.set_num_threads(n)
+
+
+def best_seconds(fn, min_time: float = 0.3, rounds: int = 3, device: str = "cpu") -> float:
+    """Best-of-`rounds` seconds per call, each round repeating fn for >= min_time."""
+    fn()  # warm-up
+    best = float("inf")
+    for _ in range(rounds):
+        k, t0 = 0, time.perf_counter()
+        while True:
+            fn()
+            k += 1
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
+            dt = time.perf_counter() - t0
+            if dt >= min_time:
+                break
+        best = min(best, dt / k)
+    return best

@@ -1,0 +1,1 @@
+"""PODS beyond one process: PODS down-sampling inside TRL's GRPOTrainer (accelerate, vLLM, many GPUs)."""

@@ -1,0 +1,270 @@
+"""PODS on TRL's GRPOTrainer: generate n rollouts per prompt, update on the m that `max_variance` keeps.
+
+Paper (Xu et al., "Not All Rollouts are Useful", TMLR 2026), Algorithm 1 and Section 3, on top of TRL 1.16:
+  * inference phase: TRL generates `num_generations` = n rollouts per prompt (transformers `generate`, or vLLM
+    in "colocate" / "server" mode) and scores them with the reward functions, exactly as stock GRPO does;
+  * down-sampling: per prompt, keep `pods_m` = m of the n rollouts with `minipods.downsample` (`max_variance`,
+    the paper's rule; `max_reward`, `random` are its baselines);
+  * advantages are recomputed within each prompt's *kept* m rollouts (the paper's choice), with TRL's own
+    formula: (r - mean) / (std + 1e-4), std unbiased, `scale_rewards` and `multi_objective_aggregation` honoured.
+    (`scale_rewards="group"`, TRL's default, gives exactly `minipods.grpo.group_advantages` on the kept rewards.)
+  * policy-update phase: the kept rows are the only rows TRL's loss, backward and optimizer step ever see
+    (per process: prompts x m), so the update's memory and time scale with m, not n. TRL's loss is unchanged.
+
+Where it hooks in: TRL's `_generate_and_score_completions` returns one dict for the process's generation batch;
+`_prepare_inputs` then shuffles it and splits it into `steps_per_generation` micro-batches. This class takes that
+dict, drops the rows PODS does not keep, replaces `advantages` and `num_items_in_batch` (the token count that
+TRL's default `loss_type="dapo"` divides by), and hands it on. Rewards are gathered from all processes by TRL,
+so every process runs the same selection on the global batch and keeps its own slice. TRL's batch sizes keep
+their meaning: they count *generated* completions; each micro-batch trains on per_device_train_batch_size * m / n.
+
+Costs PODS cannot remove without rewriting TRL's method: TRL computes, for all n rollouts and before the rewards
+exist, the no-grad log-probs it needs for vLLM's importance-sampling correction (`use_vllm` with
+`vllm_importance_sampling_correction=True`, its default), for `beta > 0` (reference model), and when generation
+and optimizer steps are misaligned (`gradient_accumulation_steps % (steps_per_generation * num_iterations)`).
+Evaluation (`eval_strategy`) is stock GRPO on all `num_generations_eval` rollouts. Image inputs are refused.
+
+CLI, GSM8K with minipods' prompts and rewards on any number of GPUs (every PODSGRPOConfig field is a flag):
+    accelerate launch --num_processes 8 -m minipods.trl_pods --num_generations 64 --pods_m 16 ...
+The adapter goes to OUTPUT_DIR/adapter (`python -m minipods.evaluate --adapter OUTPUT_DIR`). README "Outgrowing one GPU"
+has a complete command and what differs from `python -m minipods.train`.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from trl import GRPOConfig, GRPOTrainer
+from trl.trainer.utils import nanstd
+
+from minipods.downsample import RULES, select_groups
+
+# Row-unaligned multimodal fields (e.g. pixel_values concatenates every image's patches): not down-sampled here.
+_IMAGE_KEYS = ("pixel_values", "image_grid_thw", "pixel_attention_mask", "image_sizes", "num_images")
+
+
+@dataclass
+class PODSGRPOConfig(GRPOConfig):
+    r"""
+    Configuration class for the [`PODSGRPOTrainer`]: every [`~trl.GRPOConfig`] parameter, plus PODS down-sampling.
+
+    Parameters:
+        > Parameters that control PODS down-sampling (Xu et al., TMLR 2026)
+
+        pods_m (`int` or `None`, *optional*, defaults to `None`):
+            Number of the `num_generations` rollouts per prompt kept for the policy update (the paper's m; n is
+            `num_generations`). Must be in [2, num_generations]. `None` keeps all of them (stock GRPO). Batch sizes
+            still count generated rollouts, so each micro-batch trains on `per_device_train_batch_size * pods_m /
+            num_generations` rows, which must be a whole number.
+        pods_rule (`str`, *optional*, defaults to `"max_variance"`):
+            Down-sampling rule of `minipods.downsample`: `"max_variance"` (the paper's: the m rewards with the
+            largest variance), `"max_reward"` (the m best), or `"random"` (uniform; seeded by `seed` and the step).
+    """
+
+    pods_m: int | None = field(
+        default=None,
+        metadata={
+            "help": "Number of the `num_generations` rollouts per prompt kept for the policy update (PODS's m). Must "
+            "be in [2, num_generations]; `None` keeps all (stock GRPO). Batch sizes count generated rollouts, so each "
+            "micro-batch trains on per_device_train_batch_size * pods_m / num_generations rows."
+        },
+    )
+    pods_rule: str = field(
+        default="max_variance",
+        metadata={
+            "help": "PODS down-sampling rule: 'max_variance' (the paper's: keep the m rewards with the largest "
+            "variance), 'max_reward' (the m best) or 'random' (uniform, seeded by `seed` and the step)."
+        },
+    )
+
+    def __post_init__(self):
+        super().__post_init__()  # TRL derives steps_per_generation and generation_batch_size here
+        if self.pods_m is None:
+            self.pods_m = self.num_generations
+        check_pods_config(self, self.world_size)
+
+
+def check_pods_config(args, num_processes: int) -> None:
+    """Raise a one-line ValueError for a PODS setting TRL's batching cannot carry."""
+    n, m, spg = args.num_generations, args.pods_m, args.steps_per_generation
+    if args.pods_rule not in RULES:
+        raise ValueError(f"pods_rule must be one of {', '.join(RULES)}, got {args.pods_rule!r}")
+    if isinstance(m, bool) or not isinstance(m, int) or not 2 <= m <= n:
+        # m = 1 would leave one rollout per group: its group-normalised advantage is always 0 (no signal)
+        raise ValueError(f"pods_m must be an integer in [2, num_generations={n}], got {m!r}")
+    local = args.generation_batch_size // num_processes  # rows each process generates per generation
+    if local % n:
+        raise ValueError(f"each process must hold whole prompt groups: generation_batch_size / processes = {local} "
+                         f"is not a multiple of num_generations = {n}")
+    if (local // n * m) % spg:
+        raise ValueError(f"the {local // n * m} kept rows per process ({local // n} prompts x pods_m {m}) do not split "
+                         f"into steps_per_generation = {spg} equal micro-batches: make per_device_train_batch_size "
+                         f"* pods_m a multiple of num_generations")
+
+
+def kept_advantages(rewards_per_func: torch.Tensor, weights: torch.Tensor, m: int, scale_rewards: str,
+                    aggregation: str) -> torch.Tensor:
+    """(R,) advantages of the kept rows, TRL's formula applied to groups of m instead of n.
+
+    rewards_per_func: (R, K) rewards of the kept rows, R = prompts * m, each prompt's m rows contiguous;
+    NaN marks a function that did not score a row. weights: (K,) the reward functions' weights.
+    """
+    unscorable = torch.isnan(rewards_per_func).all(1)  # (R,) no function scored the row: no signal
+    if aggregation == "sum_then_normalize":
+        r = (rewards_per_func * weights).nansum(1)
+        r[unscorable] = torch.nan
+        g = r.view(-1, m)  # (P, m)
+        std = nanstd(r) if scale_rewards == "batch" else nanstd(g, dim=1, keepdim=True)  # unbiased, as TRL
+        adv = g - torch.nanmean(g, dim=1, keepdim=True)
+        if scale_rewards != "none":
+            adv = adv / (std + 1e-4)
+    elif aggregation == "normalize_then_sum":
+        g = rewards_per_func.view(-1, m, rewards_per_func.shape[1])  # (P, m, K)
+        z = (g - torch.nanmean(g, 1, keepdim=True)) / (nanstd(g, dim=1, keepdim=True) + 1e-4)
+        r = (z.reshape(-1, g.shape[2]) * weights).nansum(1)
+        r[unscorable] = torch.nan
+        adv = (r - torch.nanmean(r)) / (nanstd(r) + 1e-4)
+    else:
+        raise ValueError(f"unknown multi_objective_aggregation {aggregation!r}")
+    return torch.nan_to_num(adv.reshape(-1), nan=0.0)
+
+
+class PODSGRPOTrainer(GRPOTrainer):
+    """TRL's [`~trl.GRPOTrainer`] with PODS down-sampling between scoring and the update (see the module docstring).
+
+    Logs, next to TRL's metrics over all n rollouts (`reward`, `reward_std`, `frac_reward_zero_std`):
+    `pods/kept_reward`, `pods/kept_reward_std` (the rewards the update trains on) and
+    `pods/frac_reward_zero_std_before` / `_after` (fraction of prompts whose n, resp. kept m, rewards are all
+    equal: no GRPO signal). The completions table (`log_completions`) shows NaN advantages for dropped rows.
+    """
+
+    def __init__(self, model, reward_funcs=None, args: PODSGRPOConfig | None = None, **kwargs):
+        if not isinstance(args, PODSGRPOConfig):
+            raise ValueError("PODSGRPOTrainer needs args=PODSGRPOConfig(...) (it sets pods_m and pods_rule)")
+        check_pods_config(args, args.world_size)  # again: args may have been edited after construction
+        super().__init__(model, reward_funcs, args=args, **kwargs)
+        self._pods_rewards_per_func = None
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        # TRL returns the rewards gathered from all processes, (N, K) with N = generation_batch_size; keep a
+        # handle, since `_generate_and_score_completions` returns only its advantages.
+        self._pods_rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        return self._pods_rewards_per_func
+
+    def _generate_and_score_completions(self, inputs):
+        out = super()._generate_and_score_completions(inputs)
+        if not self.model.training:  # evaluation: stock GRPO on all rollouts
+            return out
+        return self._pods_downsample(out, self._pods_rewards_per_func)
+
+    def _pods_downsample(self, out: dict, rewards_per_func: torch.Tensor) -> dict:
+        if any(k in out for k in _IMAGE_KEYS):
+            raise NotImplementedError("PODSGRPOTrainer does not down-sample image inputs (pixel_values)")
+        n, m, device = self.num_generations, self.args.pods_m, rewards_per_func.device
+        weights = self.reward_weights.to(device)
+        rewards = (rewards_per_func * weights).nansum(1)  # (N,) N = P * n over all processes
+        rewards[torch.isnan(rewards_per_func).all(1)] = torch.nan
+        # An unscorable rollout (NaN) takes its group's mean for selection: it adds no variance, so max_variance
+        # keeps it last. (Its advantage is 0 either way, as in TRL.)
+        groups = rewards.view(-1, n)  # (P, n)
+        groups = torch.where(torch.isnan(groups), torch.nanmean(groups, 1, keepdim=True).nan_to_num(0.0), groups)
+        # Same seed on every process (they all select on the same global batch); fresh per generation.
+        gen = np.random.default_rng([self.args.seed, self._step])
+        kept = select_groups(groups.reshape(-1).double().cpu().numpy(), n, m, self.args.pods_rule, generator=gen)
+        rows = torch.tensor(kept, device=device)  # (P*m,) global rows, each prompt's m in increasing order
+        adv = kept_advantages(rewards_per_func[rows], weights, m, self.scale_rewards,
+                              self.multi_objective_aggregation)  # (P*m,)
+
+        # This process generated global rows [start, start + B); keep its kept rows, in order.
+        B = out["prompt_ids"].shape[0]
+        start = self.accelerator.process_index * B
+        mine = (rows >= start) & (rows < start + B)
+        local = (rows[mine] - start).to(out["prompt_ids"].device)  # (B*m/n,)
+        new = {}
+        for k, v in out.items():
+            if isinstance(v, torch.Tensor) and v.ndim > 0 and v.shape[0] == B:
+                v = v[local]
+            elif isinstance(v, list) and len(v) == B:
+                v = [v[i] for i in local.tolist()]
+            new[k] = v
+        new["advantages"] = adv[mine].to(out["advantages"].device)
+        loss_mask = new["completion_mask"] if "tool_mask" not in new else new["completion_mask"] * new["tool_mask"]
+        new["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()  # kept tokens, all processes
+
+        # Metrics (TRL's are over all n rollouts) and the completions table's advantages.
+        def frac_all_equal(g):  # (P, k) -> fraction of prompts whose k rewards are all equal (no GRPO signal)
+            return (g.amax(1) == g.amin(1)).float().mean().item()
+
+        metrics = self._metrics["train"]
+        metrics["pods/kept_reward"].append(torch.nanmean(rewards[rows]).item())
+        metrics["pods/kept_reward_std"].append(nanstd(rewards[rows]).item())
+        metrics["pods/frac_reward_zero_std_before"].append(frac_all_equal(groups))
+        metrics["pods/frac_reward_zero_std_after"].append(frac_all_equal(groups.reshape(-1)[rows].view(-1, m)))
+        logged = torch.full_like(rewards, float("nan"))
+        logged[rows] = adv
+        for _ in range(len(logged)):  # TRL appended all N advantages last; replace them
+            self._logs["advantages"].pop()
+        self._logs["advantages"].extend(logged.tolist())
+        return new
+
+
+# ---------------------------------------------------------------- CLI: GSM8K on TRL
+@dataclass
+class ScriptArguments:
+    """The task and adapter settings of `python -m minipods.trl_pods` (the rest is PODSGRPOConfig)."""
+    model: str = field(default="Qwen/Qwen2.5-3B-Instruct",
+                       metadata={"help": "hub id, local HF folder, .gguf file, or 'smollm2-135m-instruct'"})
+    data: str = field(default="gsm8k", metadata={"help": "gsm8k | synthetic (seeded easy word problems)"})
+    data_dir: str | None = field(default=None, metadata={"help": "GSM8K folder (else $MINIPODS_GSM8K_DIR, else hub)"})
+    lora_r: int = field(default=64, metadata={"help": "LoRA rank (paper: 64)"})
+    lora_alpha: int = field(default=64, metadata={"help": "LoRA alpha (paper: 64)"})
+
+
+# Two reward functions whose sum is minipods' total_reward; TRL logs each (rewards/correctness/mean, ...).
+def correctness(completions, gold, **kw):
+    from minipods.rewards import correctness_reward
+    return [correctness_reward(c, g) for c, g in zip(completions, gold)]
+
+
+def format_tags(completions, **kw):
+    from minipods.rewards import format_reward
+    return [format_reward(c) for c in completions]
+
+
+def main(argv=None) -> int:
+    from datasets import Dataset
+    from transformers import HfArgumentParser
+
+    from minipods.data import build_prompt, load_task
+    from minipods.model import load_tokenizer, lora_config, resolve_model
+
+    from minipods.cli import Parser, fail
+
+    class ArgParser(HfArgumentParser):  # TRL's flags (--pods_m, --num_generations, ...), minipods' one-line errors
+        error = Parser.error
+
+    try:
+        parser = ArgParser((ScriptArguments, PODSGRPOConfig), prog="minipods.trl_pods")
+        script, args = parser.parse_args_into_dataclasses(argv)
+    except ValueError as e:  # an unworkable PODS/TRL combination
+        return fail("minipods.trl_pods", e)
+    path = resolve_model(script.model)
+    tok = load_tokenizer(path)
+    items, source = load_task(script.data, "train", script.data_dir, seed=args.seed)
+    # Prompts are chat-templated text, exactly what minipods.train feeds `generate`; `gold` reaches the rewards.
+    ds = Dataset.from_list([{"prompt": build_prompt(tok, it["question"]), "gold": it["gold"]} for it in items])
+    trainer = PODSGRPOTrainer(path, [correctness, format_tags], args=args, train_dataset=ds, processing_class=tok,
+                              peft_config=lora_config(script.lora_r, script.lora_alpha))
+    if trainer.accelerator.is_main_process:
+        print(f"data: {source} ({len(ds)} questions); n={args.num_generations} -> m={args.pods_m} "
+              f"({args.pods_rule}); {trainer.accelerator.num_processes} process(es)")
+    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
+    trainer.save_model(f"{args.output_dir}/adapter")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Models built in code: architecture twins of hub models, and the tiny test model."""

@@ -1,0 +1,160 @@
+"""Architecture twins: a known hub architecture with random weights, built offline.
+
+The GPU claims (4-bit memory, update and generation speed of the paper's Qwen2.5-3B recipe) can be
+measured on any machine with no hub access: `--model random:<hub id>` (minipods.model.resolve_model)
+builds the real architecture (shapes, parameter count, memory, speed) from the config values kept
+here, with seeded random weights and a byte-level tokenizer. Its text is noise: for measuring
+memory and speed, never accuracy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+
+TWIN_PREFIX = "random:"
+# The fields of the public config.json files (https://huggingface.co/<id>/blob/main/config.json),
+# the same for the three Qwen2.5 Instruct models below except the sizes in TWIN_CONFIGS.
+_QWEN25 = dict(architectures=["Qwen2ForCausalLM"], model_type="qwen2", attention_dropout=0.0, bos_token_id=151643,
+               eos_token_id=151645, hidden_act="silu", initializer_range=0.02, max_position_embeddings=32768,
+               num_key_value_heads=2, rms_norm_eps=1e-6, rope_theta=1000000.0, sliding_window=32768,
+               tie_word_embeddings=True, use_cache=True, use_sliding_window=False, vocab_size=151936)
+TWIN_CONFIGS = {
+    "Qwen/Qwen2.5-0.5B-Instruct": {**_QWEN25, "hidden_size": 896, "intermediate_size": 4864,
+                                   "num_hidden_layers": 24, "num_attention_heads": 14, "max_window_layers": 21},
+    "Qwen/Qwen2.5-1.5B-Instruct": {**_QWEN25, "hidden_size": 1536, "intermediate_size": 8960,
+                                   "num_hidden_layers": 28, "num_attention_heads": 12, "max_window_layers": 21},
+    "Qwen/Qwen2.5-3B-Instruct": {**_QWEN25, "hidden_size": 2048, "intermediate_size": 11008,
+                                 "num_hidden_layers": 36, "num_attention_heads": 16, "max_window_layers": 70},
+}
+# `shrink` keys (short name -> config field): a smaller network of the same family, for tests.
+SHRINK_KEYS = {"layers": "num_hidden_layers", "hidden": "hidden_size", "intermediate": "intermediate_size",
+               "heads": "num_attention_heads", "kv_heads": "num_key_value_heads", "vocab": "vocab_size"}
+TWIN_SEED = 0  # a twin's weights are seeded: every run and process builds the same network
+TWIN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]  # ids 256, 257, 258 (pad, -, eos)
+TWIN_CHAT_TEMPLATE = (  # Qwen2.5's ChatML layout, without its default system prompt
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+class UnknownTwinError(ValueError):
+    pass
+
+
+def parse_twin(spec: str) -> tuple[str, dict]:
+    """'random:<hub id>[:layers=2,hidden=64,...]' -> (hub id, shrink). Raises UnknownTwinError."""
+    rest = spec[len(TWIN_PREFIX):] if spec.startswith(TWIN_PREFIX) else spec
+    hub_id, _, opts = rest.partition(":")
+    shrink = {}
+    for kv in filter(None, opts.split(",")):
+        k, _, v = kv.partition("=")
+        if k not in SHRINK_KEYS or not v.isdigit() or int(v) < 1:
+            raise UnknownTwinError(f"bad twin option {kv!r} in {spec!r}; expected KEY=N with KEY in "
+                                   f"{', '.join(SHRINK_KEYS)}")
+        shrink[k] = int(v)
+    if hub_id not in TWIN_CONFIGS:
+        raise UnknownTwinError(f"unknown twin {hub_id!r}; known: {', '.join(TWIN_CONFIGS)}")
+    return hub_id, shrink
+
+
+def twin_config(hub_id: str, **shrink):
+    """The transformers config of a known hub architecture, from values kept in this package.
+
+    `shrink` (layers=, hidden=, intermediate=, heads=, kv_heads=, vocab=) overrides sizes for a
+    smaller network of the same family (tests). Unknown ids raise UnknownTwinError (a ValueError).
+    """
+    from transformers import AutoConfig
+
+    hub_id = hub_id[len(TWIN_PREFIX):] if hub_id.startswith(TWIN_PREFIX) else hub_id
+    if hub_id not in TWIN_CONFIGS:
+        raise UnknownTwinError(f"unknown twin {hub_id!r}; known: {', '.join(TWIN_CONFIGS)}")
+    bad = sorted(set(shrink) - set(SHRINK_KEYS))
+    if bad:
+        raise UnknownTwinError(f"unknown shrink key(s) {bad}; expected some of {', '.join(SHRINK_KEYS)}")
+    values = {k: v for k, v in TWIN_CONFIGS[hub_id].items() if k not in ("architectures", "model_type")}
+    values.update({SHRINK_KEYS[k]: v for k, v in shrink.items()})
+    for k in ("bos_token_id", "eos_token_id"):  # a shrunk vocabulary may not hold the real special ids
+        if values[k] >= values["vocab_size"]:
+            values[k] = None
+    cfg = AutoConfig.for_model(TWIN_CONFIGS[hub_id]["model_type"], **values)
+    cfg.architectures = list(TWIN_CONFIGS[hub_id]["architectures"])
+    return cfg
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte -> printable character map (what the byte-level pre-tokenizer emits)."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    extra = [b for b in range(256) if b not in keep]
+    return {**{b: chr(b) for b in keep}, **{b: chr(256 + i) for i, b in enumerate(extra)}}
+
+
+def twin_tokenizer():
+    """A byte-level tokenizer built in code: token id = byte value (0-255), then the ChatML specials
+    256-258. Any text encodes; ids >= 259 (most of a twin's vocabulary) decode to nothing."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    b2u = _bytes_to_unicode()
+    vocab = {b2u[b]: b for b in range(256)} | {t: 256 + i for i, t in enumerate(TWIN_SPECIALS)}
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tk.decoder = decoders.ByteLevel()
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token=TWIN_SPECIALS[0], eos_token=TWIN_SPECIALS[2],
+                                  additional_special_tokens=TWIN_SPECIALS[1:2], padding_side="left")
+    tok.chat_template = TWIN_CHAT_TEMPLATE
+    return tok
+
+
+def build_twin(spec: str, device: str | None = None, dtype: torch.dtype = torch.bfloat16):
+    """(model, tokenizer): the twin's network with seeded random weights, built directly on `device`
+    in `dtype` (a 3B twin on a GPU takes seconds). No LoRA, no quantisation (see load_policy)."""
+    from transformers import AutoModelForCausalLM
+
+    hub_id, shrink = parse_twin(spec)
+    tok = twin_tokenizer()
+    cfg = twin_config(hub_id, **shrink)
+    # the twin's tokenizer ids (the real ones, 151643/151645, are not in a byte-level vocabulary)
+    cfg.bos_token_id, cfg.eos_token_id, cfg.pad_token_id = None, tok.eos_token_id, tok.pad_token_id
+    if cfg.vocab_size < len(tok):
+        raise UnknownTwinError(f"a twin's vocab must hold its tokenizer's {len(tok)} ids, got {cfg.vocab_size}")
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    # seeded, without moving the caller's random state (a run must not depend on whether the twin
+    # was built in this process or found in the cache)
+    with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []), dev:
+        torch.manual_seed(TWIN_SEED)
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    return model, tok
+
+
+def twin_folder(spec: str, root: str | os.PathLike) -> Path:
+    """The twin as an HF folder (bf16 safetensors + tokenizer), built once and cached under `root`
+    (minipods.model passes its cache_dir()/twins), so `from_pretrained` (and its 4-bit
+    quantisation) opens it like any model. It is built on the GPU when there is one."""
+    hub_id, shrink = parse_twin(spec)
+    name = hub_id.replace("/", "--") + "".join(f"-{k}{v}" for k, v in sorted(shrink.items()))
+    dest = Path(root) / f"{name}-seed{TWIN_SEED}"
+    if (dest / "config.json").is_file():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".tmp", dir=dest.parent))
+    try:
+        model, tok = build_twin(spec)
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        on_cuda = next(model.parameters()).is_cuda
+        del model
+        if on_cuda:  # the build is not part of any measurement: forget its GPU memory and peak
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+        os.replace(tmp, dest) if not dest.exists() else shutil.rmtree(tmp)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest
