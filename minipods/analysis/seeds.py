@@ -6,8 +6,8 @@ means with 95% intervals across seeds, and the summary files.
     learning_by_seed(dirs)    # each arm's first vs final evaluation, per seed and pooled
     write_seed_summary(summarize_seeds(per_seed_rows), paired_against(dirs), out, seeds)
 
-Arms of one seed see the same questions, so every comparison here is paired (exact McNemar interval,
-minipods.analysis.stats.paired_difference); means across seeds carry a Student-t interval
+Arms of one seed see the same questions, so every comparison here is paired (Newcombe's paired score
+interval and the exact McNemar p-value, minipods.analysis.stats.paired_difference); means across seeds carry a Student-t interval
 (`mean_interval`). Built on minipods.analysis.results (one seed's numbers); no torch, no figures.
 """
 
@@ -93,8 +93,8 @@ def _seed_csv(rows: list[dict], paired: dict[str, dict], out_dir: Path, configs:
               learning: dict[str, dict]) -> tuple[list[dict], Path]:
     """summary.csv of a several-seed comparison; returns its rows (one flat dict per arm) and its path."""
     cols = ["arm", "n", "m", "seeds"] + [f"{k}_{x}" for k in SEED_METRICS for x in ("mean", "lo", "hi")] + \
-        ["time_to_target_reached", "paired_diff", "paired_lo", "paired_hi", "paired_n",
-         "learn_diff", "learn_lo", "learn_hi", "learn_n"]
+        ["time_to_target_reached", "paired_diff", "paired_lo", "paired_hi", "paired_n", "paired_p",
+         "learn_diff", "learn_lo", "learn_hi", "learn_n", "learn_p"]
     flat = []
     for r in rows:
         f = {"arm": r["arm"], "seeds": r["seeds"], "time_to_target_reached": r["time_to_target_s"]["k"],
@@ -131,7 +131,7 @@ def write_seed_summary(rows: list[dict], paired: dict[str, dict], out_dir: str |
     lines += [""] + paired_lines(paired)
     if learning:
         lines += [("Learning: each arm's first (step 0) vs final evaluation on the same questions, "
-                   "accuracy % and change in points [exact McNemar 95% CI]; pooled = all (seed, question) pairs:"), "",
+                   "accuracy % and change in points [paired 95% CI]; pooled = all (seed, question) pairs:"), "",
                   "| arm | " + " | ".join(f"seed {s}" for s in seeds) + " | pooled |",
                   "|---|" + "---:|" * (len(seeds) + 1)]
         for a, ln in learning.items():
