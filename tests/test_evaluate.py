@@ -62,6 +62,31 @@ def test_evaluate_items_known_answer(tiny, monkeypatch):
     assert res["format_rate"] == pytest.approx(1 / 6)
     assert res["rows"][1]["extracted"] == [ITEMS[1]["gold"]] * 2 and res["rows"][2]["extracted"] == ["-99999", None]
     assert res["ci95"] == pytest.approx(ev.wilson_interval(1.5, 3))
+    # strict: only q0's first sample has its answer in a well-formed block (q2's block is wrong)
+    assert [r["strict"] for r in res["rows"]] == [0.5, 0.0, 0.0]
+    assert res["strict_accuracy"] == pytest.approx(0.5 / 3)
+    assert res["strict_ci95"] == pytest.approx(ev.wilson_interval(0.5, 3))
+
+
+def test_evaluate_to_file_writes_both_gradings(tiny, tmp_path, monkeypatch):
+    model, tok = tiny
+    texts = [f"<answer>{ITEMS[0]['gold']}</answer>", f"so {ITEMS[1]['gold']}", "<answer>-99999</answer>"]
+
+    class FakeRollouts:
+        seconds, num_tokens = 2.0, 10
+
+    def fake_generate(model, tokenizer, prompts, n, **kw):
+        r = FakeRollouts()
+        r.texts = texts
+        return r
+
+    monkeypatch.setattr(ev, "fast_generate_rollouts", fake_generate)
+    row = ev.evaluate_to_file(model, tok, ITEMS, tmp_path / "eval" / "step_00003.jsonl")
+    assert row == {"eval_accuracy": pytest.approx(2 / 3), "eval_strict_accuracy": pytest.approx(1 / 3),
+                   "eval_format_rate": 0.0, "eval_s": 2.0, "eval_n": 3}
+    rows = [json.loads(x) for x in (tmp_path / "eval" / "step_00003.jsonl").read_text().splitlines()]
+    assert [(r["index"], r["correct"], r["strict"]) for r in rows] == [(0, 1, 1), (1, 1, 0), (2, 0, 0)]
+    assert [r["pred"] for r in rows] == [ITEMS[0]["gold"], ITEMS[1]["gold"], "-99999"]
 
 
 def _rc(argv):
