@@ -374,6 +374,18 @@ def test_cli_trains_and_saves_an_adapter(tmp_path, capsys):
     assert rc == 0 and (out / "adapter" / "adapter_model.safetensors").is_file()
 
 
+@pytest.mark.parametrize("rule", ["max_variance", "max_reward", "random"])
+def test_select_rows_is_select_groups_when_every_row_is_a_candidate_and_puts_nan_rows_last(rule):
+    from minipods.downsample import select_groups
+    from minipods.scale.trl_pods import select_rows
+    r = torch.tensor(np.random.default_rng(1).integers(0, 4, 48), dtype=torch.float32)  # 6 groups of 8
+    got = select_rows(r, 8, 3, rule, np.random.default_rng([0, 5]))
+    assert got == select_groups(r.numpy(), 8, 3, rule, generator=np.random.default_rng([0, 5]))
+    r[[0, 1, 2, 3, 4, 5, 9]] = float("nan")  # group 0: 2 candidates (rows 6, 7); group 1: 7
+    got = select_rows(r, 8, 3, rule, np.random.default_rng([0, 5]))
+    assert got[:3] == [0, 6, 7] and 9 not in got[3:6] and len(got) == 18
+
+
 def test_kept_advantages_follow_trl_conventions():
     from minipods.scale.trl_pods import kept_advantages
     r = torch.tensor([1.0, 5.0, 0.0, 1.0, 2.0, float("nan")])  # 3 prompts x m=2
