@@ -93,7 +93,8 @@ def expected(r):  # this rank's kept rows {text: advantage}, computed here from 
     for g in range(r * PROMPTS_PER_RANK, (r + 1) * PROMPTS_PER_RANK):
         ok = [j for j in range(g * N, (g + 1) * N) if not truncated(j)]  # >= 2 complete rows in every group
         rows += [ok[i] for i in max_variance([float(text(j).count("1")) for j in ok], 2)]
-    adv = group_advantages(torch.tensor([float(text(j).count("1")) for j in rows]), torch.tensor([j // N for j in rows]))
+    rewards = torch.tensor([float(text(j).count("1")) for j in rows])
+    adv = group_advantages(rewards, torch.tensor([j // N for j in rows]))
     return {text(j): float(a) for j, a in zip(rows, adv)}
 
 

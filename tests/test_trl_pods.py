@@ -239,9 +239,9 @@ def test_kept_rows_keep_their_own_old_and_reference_logps():
         else:  # the policy moved: the old log-probs are still the generation-time ones
             assert (ratio - 1).abs().max() > 1e-3
         ids = torch.cat([s["prompt_ids"], s["completion_ids"]], 1)
+        att = torch.cat([s["prompt_mask"], s["completion_mask"]], 1)
         with torch.no_grad(), tr.model.disable_adapter():
-            ref = tr._get_per_token_logps_and_entropies(tr.model, ids, torch.cat([s["prompt_mask"], s["completion_mask"]],
-                                                        1), s["completion_ids"].shape[1])[0]
+            ref = tr._get_per_token_logps_and_entropies(tr.model, ids, att, s["completion_ids"].shape[1])[0]
         torch.testing.assert_close(s["ref_per_token_logps"][mask], ref[mask], rtol=0, atol=1e-6)
 
 
