@@ -21,12 +21,12 @@ import torch
 
 from minipods import rollouts
 from minipods.analysis.stats import wilson_interval
-from minipods.checkpoint import write_atomic
+from minipods.checkpoint import check_adapter, write_atomic
 from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
 from minipods.data import DataNotFoundError, build_prompt, check_level, load_task
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.model import DEFAULT_MODEL, QUANTIZE, ModelNotFoundError, default_device, load_policy, resolve_model
-from minipods.rewards import extract_answer, is_full_format, score_completions
+from minipods.rewards import extract_answer, is_full_format, score_completions, strict_correct
 
 
 def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 256, batch_size: int = 32,
@@ -35,9 +35,11 @@ def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 25
     """Accuracy of `model` on `items` ({question, gold}); greedy when temperature == 0. fast: roll
     out with minipods.fast.rollouts (else the plain minipods.rollouts reference).
 
-    Returns accuracy (mean over questions of the mean correctness of their samples), its 95%
-    interval, format_rate (completions with all four tags well placed), seconds, and per-question
-    `rows` (question, gold, completions, extracted answers, correct fraction).
+    Returns accuracy (lenient grading, as the training reward: mean over questions of the mean
+    correctness of their samples) and its 95% interval, strict_accuracy (only an answer inside a
+    well-formed <answer> block counts: rewards.strict_answer) and its interval, format_rate
+    (completions with all four tags well placed), seconds, and per-question `rows` (question, gold,
+    completions, extracted answers, correct and strict fractions).
     """
     if not items:
         raise ValueError("no evaluation items")
@@ -51,18 +53,31 @@ def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 25
                   batch_size=batch_size, max_prompt_tokens=max_prompt_tokens, progress=progress)
     golds = [it["gold"] for it in items for _ in range(samples)]
     sc = score_completions(ro.texts, golds)
-    rows, total = [], 0.0
+    strict = [strict_correct(t, g) for t, g in zip(ro.texts, golds)]
+    rows = []
     for q, it in enumerate(items):
         sl = slice(q * samples, (q + 1) * samples)
-        corr = sc["correct"][sl]
-        total += sum(corr) / samples
         rows.append({"question": it["question"], "gold": it["gold"], "completions": ro.texts[sl],
-                     "extracted": [extract_answer(t) for t in ro.texts[sl]], "correct": sum(corr) / samples})
-    acc = total / len(items)
-    lo, hi = wilson_interval(acc * len(items), len(items))
-    return {"accuracy": acc, "ci95": (lo, hi), "n": len(items), "samples": samples,
+                     "extracted": [extract_answer(t) for t in ro.texts[sl]],
+                     "correct": sum(sc["correct"][sl]) / samples, "strict": sum(strict[sl]) / samples})
+    acc = sum(r["correct"] for r in rows) / len(items)
+    strict_acc = sum(r["strict"] for r in rows) / len(items)
+    return {"accuracy": acc, "ci95": wilson_interval(acc * len(items), len(items)),
+            "strict_accuracy": strict_acc, "strict_ci95": wilson_interval(strict_acc * len(items), len(items)),
+            "n": len(items), "samples": samples,
             "format_rate": sum(is_full_format(f) for f in sc["format"]) / len(sc["format"]),
             "seconds": ro.seconds, "tokens": ro.num_tokens, "rows": rows}
+
+
+def evaluate_to_file(model, tokenizer, items: list[dict], path: str | Path, **kw) -> dict:
+    """`evaluate_items` (greedy, keyword arguments as there), one row per question written
+    atomically to `path` ({index, gold, pred, correct, strict}), and the metrics a training
+    evaluation row carries: eval_accuracy, eval_strict_accuracy, eval_format_rate, eval_s, eval_n."""
+    res = evaluate_items(model, tokenizer, items, **kw)
+    write_rows(path, [{"index": i, "gold": r["gold"], "pred": r["extracted"][0], "correct": int(r["correct"]),
+                       "strict": int(r["strict"])} for i, r in enumerate(res["rows"])])
+    return {"eval_accuracy": res["accuracy"], "eval_strict_accuracy": res["strict_accuracy"],
+            "eval_format_rate": res["format_rate"], "eval_s": res["seconds"], "eval_n": res["n"]}
 
 
 # ---------------------------------------------------------------- CLI: python -m minipods.evaluate
@@ -136,6 +151,7 @@ def resolve_adapter(path: str) -> tuple[Path, dict | None]:
     p = Path(path).expanduser()
     for cand in (p, p / "adapter", p / "checkpoint" / "adapter"):
         if (cand / "adapter_config.json").is_file():
+            check_adapter(cand)  # safetensors only: a pickled weights file is refused, never loaded
             run_cfg = None
             for run in (cand.parent, cand.parent.parent):
                 if (run / "config.json").is_file():
@@ -174,10 +190,15 @@ def main(argv=None) -> int:
         write_rows(cfg.output, [{"index": i, **row} for i, row in enumerate(res["rows"])])
     decoding = "greedy" if temperature == 0 else f"sampled at T={temperature:g}, {cfg.samples} sample(s) per question, averaged"
     lo, hi = res["ci95"]
+    slo, shi = res["strict_ci95"]
     n_right = sum(r["correct"] for r in res["rows"])
+    n_strict = sum(r["strict"] for r in res["rows"])
     print(f"model: {model_name}" + (f" + adapter {adapter}" if adapter else ""))
     print(f"data: {source} [{cfg.split}], {res['n']} questions; decoding: {decoding}; max_new_tokens={cfg.max_new_tokens}")
-    print(f"accuracy: {res['accuracy']:.4f} ({n_right:g}/{res['n']})  95% CI [{lo:.4f}, {hi:.4f}]")
+    print(f"accuracy: {res['accuracy']:.4f} ({n_right:g}/{res['n']})  95% CI [{lo:.4f}, {hi:.4f}]  "
+          "(lenient: the last number counts, as the training reward grades)")
+    print(f"strict accuracy: {res['strict_accuracy']:.4f} ({n_strict:g}/{res['n']})  95% CI [{slo:.4f}, {shi:.4f}]  "
+          "(only an answer inside one well-formed <answer> block counts)")
     print(f"format rate: {res['format_rate']:.4f}  (completions with all four tags well placed)")
     print(f"time: {res['seconds']:.1f} s generation, {res['tokens']} tokens")
     if cfg.output:

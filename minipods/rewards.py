@@ -141,6 +141,35 @@ def extract_answer(text):
     return _boxed_number(text) or _last_number(text)
 
 
+def strict_answer(text):
+    """The answer of a well-formed answer block, or None: what a strict grader accepts.
+
+    `<answer>` and `</answer>` each occur exactly once, in that order, and the block holds a number
+    (its `\\boxed{}` if any, else its last number). `extract_answer` is the lenient grader that
+    training rewards; reporting both shows how much of an accuracy is formatting.
+    """
+    if not isinstance(text, str) or text.count("<answer>") != 1 or text.count("</answer>") != 1:
+        return None
+    start, end = text.find("<answer>"), text.find("</answer>")
+    if start > end:
+        return None
+    content = text[start + len("<answer>"):end]
+    return _boxed_number(content) or _last_number(content)
+
+
+def _same_number(ans, gold):
+    g = normalize_number(gold)
+    if g is None:
+        raise ValueError(f"gold answer is not a number: {gold!r}")
+    # Canonical strings are unique per value, but compare Decimals to be explicit.
+    return ans is not None and Decimal(ans) == Decimal(g)
+
+
+def strict_correct(completion, gold):
+    """1.0 if the strict answer (`strict_answer`) equals `gold` numerically, else 0.0."""
+    return 1.0 if _same_number(strict_answer(completion), gold) else 0.0
+
+
 def correctness_reward(completion, gold):
     """CORRECT_REWARD (1.0) if the extracted answer equals `gold` numerically, else 0.0.
 
@@ -148,12 +177,7 @@ def correctness_reward(completion, gold):
     Decimal('1080') all work. A gold that is not a number raises ValueError:
     that is a data bug, and silently scoring 0 would hide it.
     """
-    g = normalize_number(gold)
-    if g is None:
-        raise ValueError(f"gold answer is not a number: {gold!r}")
-    ans = extract_answer(completion)
-    # Canonical strings are unique per value, but compare Decimals to be explicit.
-    return CORRECT_REWARD if ans is not None and Decimal(ans) == Decimal(g) else 0.0
+    return CORRECT_REWARD if _same_number(extract_answer(completion), gold) else 0.0
 
 
 def format_reward(completion):

@@ -43,6 +43,7 @@ from minipods.checkpoint import eval_path, eval_steps
 from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
 from minipods.data import build_prompt, check_level, load_task
 from minipods.downsample import RULES, select_groups
+from minipods.evaluate import evaluate_to_file
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.fast.update import shared_logprobs
 from minipods.grpo import group_advantages, grpo_update
@@ -272,22 +273,18 @@ def make_optimizer(model, cfg: TrainConfig, device: str):
 
 
 def _evaluate(model, tok, eval_items, cfg, out: Path, step: int) -> dict:
-    """Greedy accuracy on the held-out questions; one row per question to eval/step_{step:05d}.jsonl
+    """Greedy accuracy on the held-out questions, one row per question to eval/step_{step:05d}.jsonl
     (atomic: a kill leaves the whole file or none; a resumed step rewrites it)."""
-    from minipods.evaluate import evaluate_items, write_rows
-    res = evaluate_items(model, tok, eval_items, max_new_tokens=cfg.eval_max_new_tokens or cfg.max_new_tokens,
-                         batch_size=cfg.eval_batch_size, max_prompt_tokens=cfg.max_prompt_tokens, fast=cfg.fast)
-    write_rows(eval_path(out, step), [{"index": i, "gold": r["gold"], "pred": r["extracted"][0],
-                                       "correct": int(r["correct"])} for i, r in enumerate(res["rows"])])
-    return {"eval_accuracy": res["accuracy"], "eval_format_rate": res["format_rate"], "eval_s": res["seconds"],
-            "eval_n": res["n"]}
+    return evaluate_to_file(model, tok, eval_items, eval_path(out, step), batch_size=cfg.eval_batch_size,
+                            max_new_tokens=cfg.eval_max_new_tokens or cfg.max_new_tokens,
+                            max_prompt_tokens=cfg.max_prompt_tokens, fast=cfg.fast, progress=cfg.progress)
 
 
 def train(cfg: TrainConfig, model=None, tokenizer=None) -> Path:
     """Run (or resume) training; returns the output folder. `model`/`tokenizer` may be passed in
     (e.g. a tiny model in tests); otherwise `cfg.model` is loaded. One process per run folder."""
     out = ckpt_io.prepare_output_dir(Path(cfg.output_dir))
-    with ckpt_io.RunLock(out):
+    with ckpt_io.stop_on_os_error(out), ckpt_io.RunLock(out):
         return _train_locked(cfg, out, model, tokenizer)
 
 
@@ -395,7 +392,7 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
     finally:
         if bar is not None:
             bar.close()
-    model.save_pretrained(out / "adapter")
+    ckpt_io.save_adapter(out, model)
     report_learning(out)
     return out
 

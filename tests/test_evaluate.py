@@ -63,6 +63,31 @@ def test_evaluate_items_known_answer(tiny, monkeypatch):
     assert res["rows"][1]["extracted"] == [ITEMS[1]["gold"]] * 2 and res["rows"][2]["extracted"] == ["-99999", None]
     # Wilson at p = 0.5, n = 3: 0.5 -+ 1.96 sqrt(0.25 / 3 + 1.96^2 / 36) / (1 + 1.96^2 / 3)
     assert res["ci95"] == pytest.approx((0.12533, 0.87467), abs=1e-5)
+    # strict: only q0's first sample has its answer in a well-formed block (q2's block is wrong)
+    assert [r["strict"] for r in res["rows"]] == [0.5, 0.0, 0.0]
+    assert res["strict_accuracy"] == pytest.approx(0.5 / 3)
+    assert res["strict_ci95"] == pytest.approx((0.01765, 0.69002), abs=1e-5)  # Wilson at p = 1/6, n = 3
+
+
+def test_evaluate_to_file_writes_both_gradings(tiny, tmp_path, monkeypatch):
+    model, tok = tiny
+    texts = [f"<answer>{ITEMS[0]['gold']}</answer>", f"so {ITEMS[1]['gold']}", "<answer>-99999</answer>"]
+
+    class FakeRollouts:
+        seconds, num_tokens = 2.0, 10
+
+    def fake_generate(model, tokenizer, prompts, n, **kw):
+        r = FakeRollouts()
+        r.texts = texts
+        return r
+
+    monkeypatch.setattr(ev, "fast_generate_rollouts", fake_generate)
+    row = ev.evaluate_to_file(model, tok, ITEMS, tmp_path / "eval" / "step_00003.jsonl")
+    assert row == {"eval_accuracy": pytest.approx(2 / 3), "eval_strict_accuracy": pytest.approx(1 / 3),
+                   "eval_format_rate": 0.0, "eval_s": 2.0, "eval_n": 3}
+    rows = [json.loads(x) for x in (tmp_path / "eval" / "step_00003.jsonl").read_text().splitlines()]
+    assert [(r["index"], r["correct"], r["strict"]) for r in rows] == [(0, 1, 1), (1, 1, 0), (2, 0, 0)]
+    assert [r["pred"] for r in rows] == [ITEMS[0]["gold"], ITEMS[1]["gold"], "-99999"]
 
 
 def _rc(argv):
@@ -114,8 +139,11 @@ def test_cli_with_saved_model_and_adapter(tmp_path, capsys):
 
 
 def _adapter(folder):
+    from safetensors.torch import save_file
+
     folder.mkdir(parents=True)
     (folder / "adapter_config.json").write_text("{}")
+    save_file({"w": torch.zeros(1)}, str(folder / "adapter_model.safetensors"))
     return folder
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from minipods.rewards import (
     CORRECT_REWARD, FORMAT_TAG_REWARD, FORMAT_TAGS, correctness_reward, extract_answer,
-    format_reward, normalize_number, score_completions, total_reward,
+    format_reward, normalize_number, score_completions, strict_answer, strict_correct, total_reward,
 )
 
 GOOD = "<reasoning>\n6 * 3 = 18\n</reasoning>\n<answer>\n18\n</answer>"
@@ -159,3 +159,26 @@ def test_fuzz_never_raises():
         assert 0.0 <= format_reward(text) <= 0.1 + 1e-12
         assert 0.0 <= total_reward(text, "1") <= 1.1 + 1e-12
         normalize_number(text)
+
+
+@pytest.mark.parametrize("text,strict,lenient", [
+    ("<reasoning>\n3+4\n</reasoning>\n<answer>\n7\n</answer>", "7", "7"),
+    ("<answer>\\boxed{7} or 8</answer>", "7", "7"),
+    ("the answer is 7", None, "7"),                          # no block: only the lenient grader finds it
+    ("#### 7", None, "7"),
+    ("<answer>7</answer> then <answer>8</answer>", None, "8"),  # two blocks: not well-formed
+    ("</answer> 7 <answer>", None, "7"),                      # tags out of order
+    ("<answer>seven</answer> 7", None, "7"),                  # the block holds no number
+    ("<answer>7", None, "7"),                                 # unclosed
+])
+def test_strict_answer_needs_one_well_formed_block(text, strict, lenient):
+    assert strict_answer(text) == strict and extract_answer(text) == lenient
+    assert strict_correct(text, 7) == (1.0 if strict == "7" else 0.0)
+    assert correctness_reward(text, 7) == (1.0 if lenient == "7" else 0.0)
+
+
+def test_strict_correct_refuses_a_bad_gold_and_odd_input():
+    with pytest.raises(ValueError, match="not a number"):
+        strict_correct("<answer>7</answer>", "seven")
+    assert strict_answer(None) is None and strict_correct(None, 7) == 0.0
+

@@ -79,7 +79,8 @@ def test_every_evaluation_writes_question_rows(tmp_path):
     metrics = {r["step"]: r for r in rows(tmp_path) if "eval_accuracy" in r}
     for step in (0, 2, 3):
         ev = read_eval(tmp_path, step)
-        assert [set(r) for r in ev] == [{"index", "gold", "pred", "correct"}] * 5
+        assert [set(r) for r in ev] == [{"index", "gold", "pred", "correct", "strict"}] * 5
+        assert all(r["strict"] in (0, 1) and r["strict"] <= r["correct"] for r in ev)
         assert [r["index"] for r in ev] == list(range(5)) and [r["gold"] for r in ev] == golds
         assert all(r["correct"] in (0, 1) and r["correct"] == int(r["pred"] == r["gold"]) for r in ev)
         assert metrics[step]["eval_accuracy"] == pytest.approx(sum(r["correct"] for r in ev) / 5)
