@@ -221,7 +221,7 @@ def test_single_seed_summary_has_the_paired_difference(cmp_dir):
 
 def test_grpo_same_n_and_small_default_arms():
     c = compare.arm_configs(preset="small")
-    assert list(c) == list(compare.SMALL_ARMS) == ["grpo", "grpo_same_n", "pods_max_variance"]
+    assert list(c) == list(compare.SMALL_ARMS) == ["grpo", "grpo_same_n", "pods_max_variance", "pods_random"]
     assert (c["grpo_same_n"].method, c["grpo_same_n"].n, c["grpo_same_n"].m) == ("grpo", 8, 8)  # PODS's n
     assert (c["grpo"].n, c["pods_max_variance"].n, c["pods_max_variance"].m) == (4, 8, 4)
     c = compare.arm_configs(["grpo_same_n"], n=6, m=2)

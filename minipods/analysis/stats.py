@@ -7,13 +7,16 @@ Not from the paper (which reports single runs); what makes a small run readable 
     used wherever two evaluations on the same questions are compared (train's last line, compare's
     summaries, the seed summaries);
   * `clopper_pearson(k, n)`: the exact interval of one proportion (a reference; not used by the above);
-  * `mean_interval(xs)`: mean and Student-t 95% interval of a few per-seed numbers.
-Pure Python (math only): no torch, no scipy.
+  * `mean_interval(xs)`: mean and Student-t 95% interval of a few per-seed numbers;
+  * `bootstrap_ratio(xs, ys)`: a ratio of per-seed sums (time-to-target speed-ups) with a percentile
+    bootstrap interval.
+Pure Python (math, random): no torch, no scipy.
 """
 
 from __future__ import annotations
 
 import math
+import random
 
 # two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom (beyond: 1.96)
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
@@ -146,3 +149,26 @@ def mean_interval(xs: list[float | None], bounds: tuple[float, float] = (-math.i
     sd = math.sqrt(sum((x - m) ** 2 for x in v) / (k - 1))
     h = (T975[k - 2] if k - 1 <= len(T975) else 1.96) * sd / math.sqrt(k)
     return {"mean": m, "lo": max(bounds[0], m - h), "hi": min(bounds[1], m + h), "k": k, "of": len(xs)}
+
+
+def bootstrap_ratio(xs: list[float], ys: list[float], reps: int = 2000, seed: int = 0) -> dict:
+    """sum(xs) / sum(ys) of paired numbers (e.g. per-seed times of two arms) with a percentile
+    bootstrap 95% interval: the pairs are resampled with replacement `reps` times (seeded). A zero
+    denominator gives inf. Returns ratio, lo, hi (None with fewer than two pairs), k (pairs)."""
+    import random
+
+    k = len(xs)
+    if k != len(ys):
+        raise ValueError(f"bootstrap_ratio needs paired numbers, got {k} and {len(ys)}")
+
+    def ratio(idx):
+        den = sum(ys[i] for i in idx)
+        return sum(xs[i] for i in idx) / den if den > 0 else math.inf
+
+    if k == 0:
+        return {"ratio": None, "lo": None, "hi": None, "k": 0}
+    if k == 1:
+        return {"ratio": ratio([0]), "lo": None, "hi": None, "k": 1}
+    rng = random.Random(seed)
+    rs = sorted(ratio([rng.randrange(k) for _ in range(k)]) for _ in range(reps))
+    return {"ratio": ratio(range(k)), "lo": rs[int(0.025 * reps)], "hi": rs[min(reps - 1, int(0.975 * reps))], "k": k}
