@@ -95,6 +95,18 @@ def encode_prompts(tokenizer, prompts: list[str], max_prompt_tokens: int | None 
     return enc.input_ids, enc.attention_mask
 
 
+def repeat_prompts(tokenizer, prompts: list[str], n: int, max_prompt_tokens: int | None = None):
+    """Each prompt tokenised once, ids and am (G, P), then repeated n times, group-major: rows
+    [g*n, (g+1)*n) answer prompt g. Returns ids, am, prompt_ids (B, P), prompt_mask (B, P), group (B,)."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if not prompts:
+        raise ValueError("no prompts given")
+    ids, am = encode_prompts(tokenizer, prompts, max_prompt_tokens)
+    return ids, am, ids.repeat_interleave(n, dim=0), am.repeat_interleave(n, dim=0), \
+        torch.arange(len(prompts)).repeat_interleave(n)
+
+
 def assemble(tokenizer, prompt_ids, prompt_mask, group, chunks: list[torch.Tensor], eos: list[int], pad: int,
              n: int, seconds: float, meta: dict | None = None) -> Rollouts:
     """One Rollouts from the completion chunks (b_i, c_i) that `generate` returned, in row order."""
@@ -126,18 +138,12 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
     max_prompt_tokens: longer prompts keep their last this-many tokens (`encode_prompts`; paper: 512).
     do_sample=False decodes greedily (evaluation).
     """
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    if not prompts:
-        raise ValueError("no prompts given")
+    # each prompt n times, group-major (B = G * n rows): left-padded (B, P) ids and mask, group (B,)
+    _, _, prompt_ids, prompt_mask, group = repeat_prompts(tokenizer, prompts, n, max_prompt_tokens)
+    B, P = prompt_ids.shape
     device = next(model.parameters()).device
     eos = eos_ids(model, tokenizer)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos[0]
-    ids, am = encode_prompts(tokenizer, prompts, max_prompt_tokens)  # (G, P)
-    # repeat each prompt n times, group-major: rows [g*n, (g+1)*n) answer prompt g
-    prompt_ids, prompt_mask = ids.repeat_interleave(n, dim=0), am.repeat_interleave(n, dim=0)  # (B, P)
-    group = torch.arange(len(prompts)).repeat_interleave(n)  # (B,)
-    B, P = prompt_ids.shape
     sampling = dict(do_sample=True, temperature=temperature, top_p=top_p, top_k=None) if do_sample else \
         dict(do_sample=False, temperature=None, top_p=None, top_k=None)
 

@@ -21,9 +21,9 @@ import minipods.evaluate as ev
 import minipods.train as T
 from minipods import checkpoint as ck
 from minipods.analysis.results import read_rows
-from minipods.twins.tiny import tiny_policy
+from test_faults import run, strip
+from test_faults import tiny_cfg as faults_cfg
 
-TIMING = {"rollout_s", "update_s", "step_s", "elapsed_s", "tokens_per_s", "peak_mem_mb", "eval_s"}
 
 
 class Payload:
@@ -37,21 +37,8 @@ class Payload:
 
 
 def tiny_cfg(out, **kw):
-    base = dict(data="synthetic", n=4, m=2, prompts_per_step=2, max_new_tokens=8, max_steps=1, save_every=2,
-                lr=5e-2, lora_r=4, lora_alpha=8, max_grad_norm=1.0, temperature=1.5, micro_batch_size=2,
-                eval_every=0, output_dir=str(out), progress=False, seed=0)
-    base.update(kw)
-    return T.make_config(None, **base)
-
-
-def run(cfg):
-    model, tok = tiny_policy(seed=0, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha)
-    T.train(cfg, model=model, tokenizer=tok)
-    return model
-
-
-def strip(rows):
-    return [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
+    """test_faults' tiny run, cut to one step without evaluation unless asked."""
+    return faults_cfg(out, **{"max_steps": 1, "eval_every": 0, **kw})
 
 
 def snapshot(folder):

@@ -23,7 +23,7 @@ import torch
 from minipods.fast.inference import can_fold, folded_copy
 from minipods.fast.sampler import InverseCDFSampler
 from minipods.model import base_model_of, generation_mode
-from minipods.rollouts import Rollouts, assemble, encode_prompts, eos_ids, positions_from_mask
+from minipods.rollouts import Rollouts, assemble, eos_ids, positions_from_mask, repeat_prompts
 
 
 def prefill_distinct(model, ids: torch.Tensor, am: torch.Tensor):
@@ -80,16 +80,10 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
     """
     from transformers import LogitsProcessorList
 
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    if not prompts:
-        raise ValueError("no prompts given")
+    ids, am, prompt_ids, prompt_mask, group = repeat_prompts(tokenizer, prompts, n, max_prompt_tokens)  # (G|B, P)
     device = next(model.parameters()).device
     eos = eos_ids(model, tokenizer)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos[0]
-    ids, am = encode_prompts(tokenizer, prompts, max_prompt_tokens)  # (G, P)
-    prompt_ids, prompt_mask = ids.repeat_interleave(n, dim=0), am.repeat_interleave(n, dim=0)  # (B, P)
-    group = torch.arange(len(prompts)).repeat_interleave(n)  # (B,)
     starts = range(0, prompt_ids.shape[0], batch_size)
     if progress:
         from tqdm.auto import tqdm
