@@ -344,5 +344,35 @@ plt.tight_layout(); plt.show()
 # * Chunked log-probs never build the (batch × length × vocab) tensor.
 # * Update time grows linearly with m (not n); memory is capped by the micro-batch.
 
+# %% [markdown]
+# ## 6. Will it fit my GPU?
+#
+# `python -m minipods.plan` (`minipods.measure.plan`) prices the paper's recipe on a card: each phase's
+# peak from parts counted on the architecture (weights, LoRA, optimizer state, KV cache) and terms
+# measured on a CPU with shallow twins (saved activations, working sets, the log-prob buffer). The
+# two phases are priced apart, because PODS's $n$ and $m$ cost different things. Below: the paper
+# recipe (8 prompts, $n=64 \to m=16$, 512 + 512 tokens, 4-bit, micro-batch 4, gradient checkpointing,
+# 64 rollouts per generate call) for the three Qwen2.5 sizes on an 8, 16 and 24 GB card (GiB, 1 GiB
+# headroom), and the largest generate call and micro-batch that would fit.
+
 # %%
+from minipods.measure.plan import PlanConfig, plan
+
+cards, sizes = (8, 16, 24), ("0.5B", "1.5B", "3B")
+plans = {(gb, s): plan(PlanConfig(model=f"Qwen/Qwen2.5-{s}-Instruct", gpu_gb=gb, n=64, m=16)) for gb in cards for s in sizes}
+print("| card | model | generation GiB | update GiB | fits | largest generate call | largest micro-batch |")
+print("|---|---|---|---|---|---|---|")
+for (gb, s), p in plans.items():
+    row = p["rows"][0]
+    print(f"| {gb} GB | Qwen2.5-{s} | {p['generation']['peak'] / 2**30:.2f} | {p['update']['peak'] / 2**30:.2f} | "
+          f"{'yes' if row['fits'] else 'no'} | {p['gen_batch_max']} | {p['micro_batch_max']} |")
+p3 = plans[(24, "3B")]
+kv, act = p3["kv_per_rollout"], p3["activations_per_kept"]
+print(f"\nWhy n and m cost different memory (Qwen2.5-3B, 512 + 512 tokens): a rollout being generated holds "
+      f"{kv / 2**20:.0f} MiB of KV cache and no gradients, and only one generate call's worth "
+      f"({p3['generation']['rows']}) is held at once, so n costs time, not memory; a kept rollout in the update holds "
+      f"{act / 2**20:.0f} MiB of activations for backward ({act / kv:.1f}x as much, with gradient checkpointing), "
+      f"only a micro-batch's worth ({p3['update']['rows']}) at once, on top of gradients and optimizer state that "
+      f"m never changes.")
+assert all(p["rows"][0]["n"] == 64 for p in plans.values()) and act > 0 and kv > 0
 print(f"notebook ran in {time.perf_counter() - T0:.0f} s ({'SMALL' if SMALL else 'full'} mode)")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check of the paper recipe, offline (issue 13): one table, under 8 minutes on one GPU.
+# The GPU check of the paper recipe, offline (issues 13, 22): one table, under 10 minutes on one GPU.
 #
 #   bash scripts/gpu_check.sh        # from the repository root, on a machine with a CUDA GPU
 #
@@ -12,10 +12,15 @@
 #   bench    `python -m minipods.bench --parts cuda`: the paper update (4-bit, LoRA r=64, m=16 x
 #            1024 tokens, gradient checkpointing, 8-bit AdamW): s/update, peak memory, fits 24 GB;
 #            generation tokens/s for n=64 rollouts of one prompt
+#   plan     `python -m minipods.measure.plan_check` for --preset paper (3B twin, 1 prompt: n=64 -> m=16,
+#            64 rollouts in flight, micro-batch 4) and --preset consumer (1.5B twin, 2 prompts: n=16 -> m=4,
+#            32 in flight, micro-batch 2): each phase's CUDA peak allocated beside the planner's
+#            prediction (`python -m minipods.plan`, same settings), 512 + 512 tokens
 #   train    3 steps of `python -m minipods.train --preset paper --model random:...` (synthetic
 #            data, no evaluation; GPU_CHECK_PROMPTS prompts per step, default 1: n=64 -> m=16)
 # The table goes to stdout and, when $OUT is set, to $OUT/gpu_check.md with the logs in $OUT/logs.
-# Environment knobs: GPU_CHECK_BUDGET_S (overall seconds, default 450), GPU_CHECK_MODEL (the twin),
+# Environment knobs: GPU_CHECK_BUDGET_S (overall seconds, default 570: one command of at most 10
+# minutes; a stage that finds too little time left is skipped), GPU_CHECK_MODEL (the twin),
 # GPU_CHECK_PROMPTS, GPU_CHECK_STEPS, GPU_CHECK_TRAIN_ARGS (extra train flags), WHL_DIR, PYTHON.
 # A twin's text is noise: this measures memory and speed, never accuracy.
 set -u
@@ -28,7 +33,7 @@ mkdir -p "$LOG"
 : > "$LOG/status.tsv"
 WHL_DIR=${WHL_DIR:-.whl}
 MODEL=${GPU_CHECK_MODEL:-random:Qwen/Qwen2.5-3B-Instruct}
-BUDGET=${GPU_CHECK_BUDGET_S:-450}
+BUDGET=${GPU_CHECK_BUDGET_S:-570}
 RUN=/tmp/gpu_check_run
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
 export MINIPODS_CACHE=${MINIPODS_CACHE:-/tmp/minipods-cache}
@@ -97,8 +102,16 @@ if torch.cuda.is_available():  # one NF4 round trip on the GPU: the native CUDA 
 EOF
 }
 
-export -f setup
-export PY WHL_DIR
+# the planner against the CUDA peak of each phase, for the paper and the consumer recipe (one JSON each)
+plan_check() {
+    local rc=0
+    "$PY" -m minipods.measure.plan_check --preset paper --prompts-per-step 1 --output "$RES/plan_paper.json" || rc=$?
+    "$PY" -m minipods.measure.plan_check --preset consumer --prompts-per-step 2 --output "$RES/plan_consumer.json" || rc=$?
+    return $rc
+}
+
+export -f setup plan_check
+export PY WHL_DIR RES
 stage setup 90 bash -c setup
 TEST_FILES=$(grep -l "pytest.mark.cuda" tests/test_*.py | tr '\n' ' ')
 # shellcheck disable=SC2086
@@ -107,6 +120,8 @@ stage twin 150 "$PY" -c "import sys, time; t = time.time(); from minipods.twins.
 d = twin_folder(sys.argv[1]); print(f'twin folder {d}: {sum(f.stat().st_size for f in d.iterdir()) / 1e9:.2f} GB \
 in {time.time() - t:.0f} s')" "$MODEL"
 stage bench 240 "$PY" -m minipods.bench --parts cuda --cuda-model "$MODEL" --output "$RES/bench_cuda.json"
+rm -f "$RES"/plan_*.json  # never a previous run's result in this table
+stage plan 200 bash -c plan_check
 rm -rf "$RUN"
 # shellcheck disable=SC2086
 stage train 300 "$PY" -m minipods.train --preset paper --model "$MODEL" --data synthetic --eval-every 0 \
@@ -154,6 +169,18 @@ try:
 except (OSError, ValueError, KeyError, TypeError) as e:
     from_bench += f" ({type(e).__name__})"
 rows.append(["bench cuda (paper update + generation)", *status.get("bench", ("not run", "")), from_bench])
+for preset in ("paper", "consumer"):  # the planner's peak beside the measured one, per phase
+    try:
+        c = json.loads((res / f"plan_{preset}.json").read_text())
+        ph = c["phases"]
+        got = "; ".join(f"{k}: planner {v['predicted'] / 2**30:.2f} GiB, measured {v['peak'] / 2**30:.2f} GiB "
+                        f"(x{v['peak'] / v['predicted']:.3f})" for k, v in ph.items())
+        got += (f"; weights + LoRA + optimizer: planner {c['static_predicted'] / 2**30:.2f} GiB, measured "
+                f"{ph['update']['base'] / 2**30:.2f} GiB [{c['gpu']}]")
+        what = f"plan vs CUDA: {preset} ({c['model']}, {c['prompts']} prompt(s), n={c['n']} -> m={c['m']})"
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        got, what = tail("plan") + f" ({type(e).__name__})", f"plan vs CUDA: {preset}"
+    rows.append([what, *status.get("plan", ("not run", "")), got])
 steps = []
 if (run / "metrics.jsonl").is_file():
     steps = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]

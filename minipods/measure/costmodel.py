@@ -18,7 +18,9 @@ given gain the extra rollouts pay up to  n_max = (gain * T_grpo - update(P m) - 
 
 `python -m minipods.bench --parts costmodel` measures the two lines here (part_costmodel); the
 paper's L40S figures (GRPO n=m=16 at 7.5 s per step, PODS n=64 -> m=16 at 10.1 s per step, the
-figures quoted in issue 14) give the same arithmetic for contrast (`paper_l40s`).
+figures quoted in issue 14) give the same arithmetic for contrast (`paper_l40s`). The planner
+(`python -m minipods.plan`) prices steps with the lines of such a run (`load_fit`), else with the two
+lines the paper's step times give (`paper_l40s_model`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import torch
 
 from minipods.measure.common import fit_linear, fmt_s, fmt_x
 
-PAPER_L40S = {"grpo_s": 7.5, "pods_s": 10.1, "n": 64, "m": 16}  # s per step, one L40S, Qwen2.5-3B (issue 14)
+PAPER_L40S = {"grpo_s": 7.5, "pods_s": 10.1, "n": 64, "m": 16, "prompts": 8}  # s per step, one L40S, Qwen2.5-3B (issue 14)
 
 
 @dataclass
@@ -86,6 +88,34 @@ def paper_l40s(gain: float | None = None) -> dict:
     """The same arithmetic on the paper's L40S step times."""
     return {**break_even(PAPER_L40S["pods_s"], PAPER_L40S["grpo_s"], gain), "n": PAPER_L40S["n"],
             "m": PAPER_L40S["m"]}
+
+
+def paper_l40s_model() -> CostModel:
+    """The two lines that the paper's two L40S step times give (8 prompts, Qwen2.5-3B, 512 + 512 tokens),
+    for the planner (minipods.measure.plan) when no measured fit is at hand. PODS generates 8 x 48 more
+    sequences than GRPO in 2.6 s more: that is the rollout slope; what is left of GRPO's 7.5 s after its
+    128 rollouts is the update of 128 kept. The one assumption: both lines pass through zero (the paper
+    gives no fixed cost per step). It reproduces both step times exactly."""
+    p = PAPER_L40S
+    b_r = (p["pods_s"] - p["grpo_s"]) / (p["prompts"] * (p["n"] - p["m"]))
+    b_u = (p["grpo_s"] - b_r * p["prompts"] * p["m"]) / (p["prompts"] * p["m"])
+    return CostModel(Line(0.0, b_r), Line(0.0, b_u))
+
+
+def load_fit(path) -> CostModel:
+    """The fitted lines of a `python -m minipods.bench --parts costmodel --output FILE` run (or any JSON
+    with {"rollout_fit": {"a", "b"}, "update_fit": {"a", "b"}} at its top or under parts.costmodel)."""
+    import json
+    from pathlib import Path
+
+    d = json.loads(Path(path).read_text())
+    d = d.get("parts", {}).get("costmodel", d)
+    try:
+        lines = [Line(float(d[k]["a"]), float(d[k]["b"]), float(d[k].get("r2", 1.0))) for k in ("rollout_fit", "update_fit")]
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"{path}: no rollout_fit/update_fit lines (write them with python -m minipods.bench "
+                         "--parts costmodel --output FILE)") from None
+    return CostModel(*lines)
 
 
 def implied_gain(speedup: float, pods_s: float, grpo_s: float) -> float:

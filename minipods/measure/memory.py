@@ -11,6 +11,8 @@ the whole package:
                                        make CPU RSS follow live memory (glibc's mmap threshold)
   run_worker(target, args)             run a measurement in a fresh Python process
   peak_saved_bytes(model, fn)          what autograd holds for backward (activations), counted exactly
+  peak_allocated_bytes(fn)             the CPU allocator's peak during fn (every tensor, transients too),
+                                       from the profiler's allocation events: exact, no glibc in the way
 
 On CUDA, torch counts allocated bytes itself. On CPU there is only the process's resident set size
 (RSS), and glibc makes it a poor witness: it serves blocks below its mmap threshold (which grows to
@@ -262,6 +264,24 @@ def peak_saved_bytes(model, fn) -> int:
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x.t if isinstance(x, _Saved) else x):
         fn()
     return st["peak"]
+
+
+# ---------------------------------------------------------------- every CPU allocation
+def peak_allocated_bytes(fn) -> int:
+    """Peak bytes the CPU tensor allocator held during fn() above what it held at the start: every
+    tensor (activations, gradients, kernels' temporaries), from the allocation and free events torch's
+    profiler records (profile_memory), summed in time order. The CPU analogue of CUDA's
+    max_memory_allocated, exact and independent of glibc; slow (every op is recorded): measuring only."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]" and e.device_type().name == "CPU"]
+    cur = peak = 0
+    for e in sorted(events, key=lambda e: e.start_ns()):
+        cur += e.nbytes()
+        peak = max(peak, cur)
+    return peak
 
 
 if __name__ == "__main__":  # the worker side of run_worker: python -m minipods.measure.memory TARGET ARGS_JSON

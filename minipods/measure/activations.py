@@ -1,0 +1,181 @@
+"""The planner's measured terms: what a phase holds beyond its weights, and how the parts combine.
+
+What a phase holds beyond the weights (minipods.measure.footprint counts those) depends on the code
+that runs, so it is measured, never derived by hand (minipods.measure.shallow measures it: the
+model's architecture built shallow, loaded exactly as training loads it, run on small batches on a
+CPU with the exact meters of minipods.measure.memory). Each quantity is fitted, per row of R tokens,
+as  a * R + b * R^2  (the R^2 part is the attention mask, a row's (R x R) pairs) plus, for the saved
+activations, the same again per layer:
+
+  update (one micro-batch of `rows` rows)
+    saved        rows * (R (tok + L tok_layer) + R^2 (pair + L pair_layer))    peak_saved_bytes
+    working set  work_0 + rows (R work_tok + R^2 work_pair)                    allocated - saved: with
+                 checkpointing one layer recomputed, gradient buffers, dequantised 4-bit weights
+    log-prob     LOGPROB_BUFFERS float32 (chunk x vocab) tensors, in the chunk's backward
+    peak         saved + max(working set, log-prob buffer) (they are never alive at once)
+  generation
+    KV cache     from the config (footprint.kv_bytes), in the dtype measured (float32 for a 4-bit
+                 model: its float32 embedding makes the residual stream float32)
+    prefill      prefill_0 + prompts (P prefill_tok + P^2 prefill_pair) while the shared prompts run
+    decode       the last step's larger moment: inside a layer (one layer's keys copied as the cache
+                 grows + decode_0: dequantised weights, the token's activations) or at the LM head
+                 (DECODE_BUFFERS float32 (rows x vocab) tensors: logits, their copy, the sampler's)
+
+STORED holds the terms of the known models with the command that measured them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+LORA_R = 64  # both GPU presets (paper, consumer): the measured terms include the adapter's activations
+
+UPDATE_FIELDS = ("tok", "tok_layer", "pair", "pair_layer", "work_0", "work_tok", "work_pair")
+GEN_FIELDS = ("kv_element_bytes", "prefill_0", "prefill_tok", "prefill_pair", "decode_0")
+
+
+@dataclass(frozen=True)
+class UpdateTerms:
+    """Bytes of one micro-batch's activations, per row of R tokens (see the module docstring)."""
+    tok: float
+    tok_layer: float
+    pair: float
+    pair_layer: float
+    work_0: float
+    work_tok: float
+    work_pair: float
+
+    def saved(self, layers: int, rows: int, tokens: int) -> float:
+        return rows * (tokens * (self.tok + layers * self.tok_layer) + tokens ** 2 * (self.pair + layers * self.pair_layer))
+
+    def working(self, rows: int, tokens: int) -> float:
+        return self.work_0 + rows * (tokens * self.work_tok + tokens ** 2 * self.work_pair)
+
+
+@dataclass(frozen=True)
+class GenTerms:
+    """The generation phase's measured terms (bytes; kv_element_bytes: the cache's dtype)."""
+    kv_element_bytes: int
+    prefill_0: float
+    prefill_tok: float
+    prefill_pair: float
+    decode_0: float
+
+    def prefill(self, prompts: int, tokens: int) -> float:
+        return self.prefill_0 + prompts * (tokens * self.prefill_tok + tokens ** 2 * self.prefill_pair)
+
+
+# float32-sized (chunk x vocab) tensors alive at once in a log-prob chunk's backward (grpo.logprobs_from_states),
+# and (rows x vocab) tensors per decode step (logits, their float32 copy, the sampler's), per base precision:
+# measured by `python -m minipods.measure.shallow --buffers` (a narrow twin, 16,384-token vocabulary).
+LOGPROB_BUFFERS = {"4bit": 4.02, "none": 4.01}
+DECODE_BUFFERS = {"4bit": 8.02, "none": 7.52}
+# The optimizer step's temporaries (same command): torch AdamW with foreach (its CUDA default) holds one copy
+# of all LoRA weights (the square root of the second moment); bitsandbytes' 8-bit step holds float32
+# temporaries of one tensor at a time on a CPU, counted in copies of the largest LoRA tensor (its CUDA
+# kernel allocates none: an upper bound there).
+OPTIMIZER_STEP_BUFFERS = {"adamw": 1.0, "adamw8bit": 5.0}
+
+# The known models' terms, measured by
+#   python -m minipods.measure.shallow --check-layers 4 > terms.txt
+# (CPU: AMD EPYC, 1 thread, torch 2.13, transformers 5.23, peft 0.21, bitsandbytes 0.50; bf16 compute,
+# LoRA r=64; its 4-layer check put every term within 2.8% of the measurement, the largest error being
+# smollm2's 4-bit prefill at -2.74%; two runs gave the same numbers but for the 1.5B's 4-bit checkpointed
+# working set, 0.3% apart at the consumer micro-batch). Keys: (model, quantize, gradient checkpointing) ->
+# UPDATE_FIELDS; (model, quantize) -> GEN_FIELDS.
+STORED_UPDATE: dict[tuple, tuple] = {
+    ('Qwen/Qwen2.5-0.5B-Instruct', '4bit', False): (2084, 108352, 0, 4, 9.12084e+06, 9968, 1),
+    ('Qwen/Qwen2.5-0.5B-Instruct', '4bit', True): (5160, 3584, 0, 0, 9.13354e+06, 118818, 5),
+    ('Qwen/Qwen2.5-0.5B-Instruct', 'none', False): (1044, 86336, 0, 2, 76, 40576, 1),
+    ('Qwen/Qwen2.5-0.5B-Instruct', 'none', True): (4376, 1792, 0, 0, 12772, 131634, 3),
+    ('Qwen/Qwen2.5-1.5B-Instruct', '4bit', False): (3716, 194360, 0, 4, 2.85175e+07, 18320, 1),
+    ('Qwen/Qwen2.5-1.5B-Instruct', '4bit', True): (8840, 6144, 0, 0, 2.85348e+07, 213599, 5.57031),
+    ('Qwen/Qwen2.5-1.5B-Instruct', 'none', False): (1860, 152888, 0, 2, 76, 74704, 1),
+    ('Qwen/Qwen2.5-1.5B-Instruct', 'none', True): (7496, 3072, 0, 0, 12772, 235770, 3),
+    ('Qwen/Qwen2.5-3B-Instruct', '4bit', False): (4612, 243528, 0, 4, 4.663e+07, 22544, 1),
+    ('Qwen/Qwen2.5-3B-Instruct', '4bit', True): (11784, 8192, 0, 0, 4.66427e+07, 267082, 5),
+    ('Qwen/Qwen2.5-3B-Instruct', 'none', False): (2308, 193864, 0, 2, 76, 92176, 1),
+    ('Qwen/Qwen2.5-3B-Instruct', 'none', True): (9992, 4096, 0, 0, 12772, 296778, 3),
+    ('smollm2-135m-instruct', '4bit', False): (1524, 44844, 0, 4, 1.95814e+06, 3203.94, 1.29232),
+    ('smollm2-135m-instruct', '4bit', True): (3320, 2304, 0, 0, 1.96964e+06, 48574, 5),
+    ('smollm2-135m-instruct', 'none', False): (764, 40236, 0, 2, 76, 13272, 1),
+    ('smollm2-135m-instruct', 'none', True): (2816, 1152, 0, 0, 12772, 56630, 3),
+}
+STORED_GEN: dict[tuple, tuple] = {
+    ('Qwen/Qwen2.5-0.5B-Instruct', '4bit'): (4, 9.12078e+06, 44296, 1, 9.38683e+06),
+    ('Qwen/Qwen2.5-0.5B-Instruct', 'none'): (2, 16, 87944, 1, 678736),
+    ('Qwen/Qwen2.5-1.5B-Instruct', '4bit'): (4, 2.85174e+07, 79624, 1, 2.89391e+07),
+    ('Qwen/Qwen2.5-1.5B-Instruct', 'none'): (2, 16, 160776, 1, 1.1979e+06),
+    ('Qwen/Qwen2.5-3B-Instruct', '4bit'): (4, 4.66299e+07, 100104, 1, 4.72154e+07),
+    ('Qwen/Qwen2.5-3B-Instruct', 'none'): (2, 16, 199176, 1, 1.5051e+06),
+    ('smollm2-135m-instruct', '4bit'): (4, 1.95688e+06, 19208, 1, 1.95874e+06),
+    ('smollm2-135m-instruct', 'none'): (2, 16, 31176, 1, 192848),
+}
+
+
+def stored_terms(model: str, quantize: str, ckpt: bool):
+    """(UpdateTerms, GenTerms) held for a known model, or None."""
+    u, g = STORED_UPDATE.get((model, quantize, ckpt)), STORED_GEN.get((model, quantize))
+    return (UpdateTerms(*u), GenTerms(*g)) if u and g else None
+
+
+def decode_cache_bytes(per_token: int, layers: int, prompts: int, rows: int, prompt_tokens: int,
+                       new_tokens: int) -> dict:
+    """The KV cache at the last decode step: the shared prefill of each prompt, the rows' own cache
+    at full length (the last token is never fed back), and the copy of one layer's keys that growing
+    the cache makes (DynamicLayer.update concatenates)."""
+    rows_kv = per_token * rows * (prompt_tokens + new_tokens - 1)
+    return {"prefill": per_token * prompts * (prompt_tokens - 1), "rows": rows_kv, "growth": rows_kv / (2 * layers)}
+
+
+# ---------------------------------------------------------------- fits
+def _lstsq(rows: list[list[float]], ys: list[float]) -> list[float]:
+    return [float(x) for x in np.linalg.lstsq(np.array(rows, dtype=float), np.array(ys, dtype=float), rcond=None)[0]]
+
+
+def fit_update(points: list[dict]) -> UpdateTerms:
+    """UpdateTerms from micro-batch points of 1- and 2-layer models (measure_micro_batch + "layers")."""
+    feats = [[p["rows"] * p["tokens"], p["rows"] * p["tokens"] * p["layers"], p["rows"] * p["tokens"] ** 2,
+              p["rows"] * p["tokens"] ** 2 * p["layers"]] for p in points]
+    saved = _lstsq(feats, [p["saved"] for p in points])
+    work = _lstsq([[1.0, p["rows"] * p["tokens"], p["rows"] * p["tokens"] ** 2] for p in points],
+                  [p["allocated"] - p["saved"] for p in points])
+    return UpdateTerms(*saved, *work)
+
+
+def decode_buffers(quantize: str | None) -> float:
+    return DECODE_BUFFERS["4bit" if quantize == "4bit" else "none"]
+
+
+def logprob_buffers(quantize: str | None) -> float:
+    return LOGPROB_BUFFERS["4bit" if quantize == "4bit" else "none"]
+
+
+def fit_gen(prefill: list[dict], decode: list[dict], quantize: str | None) -> GenTerms:
+    pre = _lstsq([[1.0, p["prompts"] * p["positions"], p["prompts"] * p["positions"] ** 2] for p in prefill],
+                 [p["allocated"] - p["kv"] for p in prefill])
+    # with a 512-token vocabulary the last step peaks inside a layer: what is left there is decode_0
+    rest = [d["allocated"] - d["kv"] - d["growth"] for d in decode]
+    return GenTerms(prefill[0]["kv_element_bytes"], *pre, float(np.mean(rest)))
+
+
+def predict_update(terms: UpdateTerms, layers: int, rows: int, tokens: int, completion_tokens: int, vocab: int,
+                   quantize: str | None, chunk: int = 512) -> dict:
+    """A micro-batch's saved activations, working set and log-prob buffer, and its peak above the weights."""
+    saved = terms.saved(layers, rows, tokens)
+    work = terms.working(rows, tokens)
+    logprob = logprob_buffers(quantize) * min(chunk, completion_tokens) * vocab * 4
+    return {"saved": saved, "working": work, "logprob": logprob, "peak": saved + max(work, logprob)}
+
+
+def predict_decode(terms: GenTerms, per_token: int, layers: int, prompts: int, rows: int, prompt_tokens: int,
+                   new_tokens: int, vocab: int, quantize: str | None) -> dict:
+    """The generation phase's two moments above the weights: the shared prefill, and the last decode step."""
+    cache = decode_cache_bytes(per_token, layers, prompts, rows, prompt_tokens, new_tokens)
+    logits = decode_buffers(quantize) * rows * vocab * 4
+    prefill = cache["prefill"] + terms.prefill(prompts, prompt_tokens - 1)
+    decode = cache["prefill"] + cache["rows"] + max(cache["growth"] + terms.decode_0, logits)
+    return {**cache, "logits": logits, "decode_0": terms.decode_0, "prefill_moment": prefill,
+            "decode_moment": decode, "peak": max(prefill, decode)}

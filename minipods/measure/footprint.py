@@ -1,0 +1,158 @@
+"""What a model's weights, adapter, gradients, optimizer and KV cache take, counted from its architecture.
+
+The static part of the planner (minipods.measure.plan): every number here is a count over the real
+shapes, never an estimate. The architecture comes from a config (`model_config`: the twins'
+configs, the offline default's GGUF metadata, or a local HF folder), built on the meta device (no
+memory, no weights, no download), and each byte count follows the storage rules of the library that
+allocates it:
+
+  base weights   4-bit: bitsandbytes NF4 with double quantisation (`nf4_bytes`: two weights per byte,
+                 one uint8 absmax per 64 weights, one float32 absmax per 256 of those, the code tables),
+                 every linear layer of the decoder; everything else (embedding = tied LM head, norms,
+                 biases) in float32, because peft's prepare_model_for_kbit_training upcasts it.
+                 Otherwise bf16 throughout.
+  LoRA           r x (in + out) per linear layer of the decoder ("all-linear"), float32 (peft keeps
+                 adapters in float32); its gradients the same again during the update.
+  optimizer      torch AdamW: two float32 moments per parameter. bitsandbytes AdamW8bit: two uint8
+                 moments plus one float32 absmax per 256 values for tensors of >= 4096 values, float32
+                 moments below that, and its two 256-entry quantisation maps once.
+  KV cache       2 (keys, values) x layers x kv heads x head dim per token, in the cache's dtype.
+
+tests/test_plan.py checks each count against the real objects (a quantised layer's tensors, peft's
+parameters, the optimizers' state after a step, a generated cache) on shrunk twins.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+NF4_BLOCK = 64  # bitsandbytes' 4-bit block size on CUDA and CPU (128 on ROCm)
+NESTED_BLOCK = 256  # double quantisation: the absmax values are quantised in blocks of 256
+NF4_CODE, NESTED_CODE = 16, 256  # float32 entries of the NF4 table and of the nested 8-bit map
+ADAM8_BLOCK, ADAM8_MIN_SIZE, ADAM8_QMAP = 256, 4096, 256  # bitsandbytes 8-bit optimizers
+
+
+@dataclass(frozen=True)
+class Arch:
+    """The shapes that set a model's memory, from its config (`arch_of`)."""
+    name: str
+    layers: int
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    linears: tuple  # (out, in) of every nn.Linear weight inside the decoder layers: quantised, LoRA targets
+    other_params: int  # every other parameter: embedding (= tied LM head), norms, biases, an untied head
+
+    @property
+    def kv_elements_per_token(self) -> int:
+        return 2 * self.layers * self.kv_heads * self.head_dim
+
+
+class UnknownModelError(ValueError):
+    pass
+
+
+def model_config(model: str):
+    """The transformers config of `model`, offline: a twin id (with or without `random:` and shrink
+    options), the offline default (its GGUF metadata, or the dequantised copy's config.json), or a
+    local HF folder. Anything else raises UnknownModelError, naming what is known."""
+    from transformers import AutoConfig
+
+    from minipods.model import DEFAULT_MODEL, ModelNotFoundError, cache_dir, default_gguf_path
+    from minipods.twins.arch import TWIN_CONFIGS, TWIN_PREFIX, UnknownTwinError, parse_twin, twin_config
+
+    if model == DEFAULT_MODEL:
+        try:
+            gguf = default_gguf_path()
+        except ModelNotFoundError as e:
+            raise UnknownModelError(str(e)) from None
+        done = cache_dir() / f"{gguf.stem}-{gguf.stat().st_size}"  # where model.gguf_to_hf puts it
+        if (done / "config.json").is_file():
+            return AutoConfig.from_pretrained(done)
+        return AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    if Path(model).expanduser().is_dir() and (Path(model).expanduser() / "config.json").is_file():
+        return AutoConfig.from_pretrained(Path(model).expanduser())
+    try:
+        hub_id, shrink = parse_twin(model if model.startswith(TWIN_PREFIX) else TWIN_PREFIX + model)
+        return twin_config(hub_id, **shrink)
+    except UnknownTwinError as e:
+        if ":" in model.removeprefix(TWIN_PREFIX):
+            raise UnknownModelError(str(e)) from None
+    raise UnknownModelError(f"unknown model {model!r}: the planner reads configs offline; known: "
+                            f"{', '.join(TWIN_CONFIGS)}, {DEFAULT_MODEL} (or random:<id>[:layers=..], or a local "
+                            "folder with config.json)")
+
+
+def arch_of(cfg, name: str = "") -> Arch:
+    """Build the model on the meta device (shapes only) and read off what memory depends on."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(cfg)
+    decoder = model.get_decoder()
+    linears = tuple(tuple(m.weight.shape) for m in decoder.modules() if isinstance(m, torch.nn.Linear))
+    in_linears = sum(o * i for o, i in linears)
+    total = sum(p.numel() for p in model.parameters())  # tied weights are counted once
+    heads = cfg.num_attention_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    return Arch(name or getattr(cfg, "_name_or_path", "") or cfg.model_type, cfg.num_hidden_layers, cfg.hidden_size,
+                cfg.intermediate_size, heads, getattr(cfg, "num_key_value_heads", None) or heads, head_dim,
+                cfg.vocab_size, linears, total - in_linears)
+
+
+# ---------------------------------------------------------------- counts
+def nf4_bytes(out_features: int, in_features: int) -> int:
+    """Bytes bitsandbytes stores for one NF4 weight with double quantisation: the packed weight, one
+    uint8 absmax per block of 64, their float32 absmax per 256 blocks and offset, and the NF4 table and
+    nested map (float32)."""
+    n = out_features * in_features
+    blocks = math.ceil(n / NF4_BLOCK)
+    return (n + 1) // 2 + blocks + 4 * math.ceil(blocks / NESTED_BLOCK) + 4 + 4 * (NF4_CODE + NESTED_CODE)
+
+
+def weight_bytes(arch: Arch, quantize: str | None) -> dict:
+    """{"linear": bytes of the decoder's linear weights, "other": everything else}: 4-bit (NF4 linears,
+    float32 rest, as peft's k-bit preparation leaves them) or bf16."""
+    if quantize == "4bit":
+        return {"linear": sum(nf4_bytes(o, i) for o, i in arch.linears), "other": 4 * arch.other_params}
+    return {"linear": 2 * sum(o * i for o, i in arch.linears), "other": 2 * arch.other_params}
+
+
+def lora_shapes(arch: Arch, r: int) -> list[int]:
+    """The element count of every LoRA tensor: A (r x in) and B (out x r) per linear layer."""
+    return [n for o, i in arch.linears for n in (r * i, o * r)]
+
+
+def lora_bytes(arch: Arch, r: int) -> int:
+    """The adapter's float32 weights (and, during the update, as much again for their gradients)."""
+    return 4 * sum(lora_shapes(arch, r))
+
+
+def optimizer_bytes(arch: Arch, r: int, kind: str) -> int:
+    """AdamW's state for the LoRA parameters: "adamw" (torch: two float32 moments) or "adamw8bit"
+    (bitsandbytes: blockwise 8-bit moments for tensors of >= 4096 values)."""
+    sizes = lora_shapes(arch, r)
+    if kind == "adamw":
+        return 8 * sum(sizes)
+    if kind != "adamw8bit":
+        raise ValueError(f"optimizer must be adamw or adamw8bit, got {kind!r}")
+    small = sum(8 * n for n in sizes if n < ADAM8_MIN_SIZE)
+    big = sum(2 * n + 2 * 4 * math.ceil(n / ADAM8_BLOCK) for n in sizes if n >= ADAM8_MIN_SIZE)
+    return small + big + (2 * 4 * ADAM8_QMAP if big else 0)
+
+
+def inference_copy_bytes(arch: Arch) -> int:
+    """What minipods.fast.inference.folded_copy would hold on a GPU: the LoRA-targeted weights once
+    more, in bf16 (made only on request on CUDA, never for a 4-bit model)."""
+    return 2 * sum(o * i for o, i in arch.linears)
+
+
+def kv_bytes(arch: Arch, tokens: int, element_bytes: int) -> int:
+    """Keys and values of `tokens` cached tokens (all layers)."""
+    return arch.kv_elements_per_token * tokens * element_bytes
