@@ -8,6 +8,13 @@ Not part of the paper; it is what makes a long RL run safe to stop. Guarantees:
   * `load_checkpoint` checks that a checkpoint is whole (state, optimizer+RNG, adapter all
     readable) and falls back to the older one; if none is whole it raises `RunError` naming the
     file and what to do.
+  * A run folder is data, never code: trainer.pt holds only tensors, numbers, strings, lists and
+    dicts (it loads with `torch.load(weights_only=True)`, after a scan that runs nothing), the
+    adapter is safetensors, state.json is JSON. A file that is not what it claims is refused
+    (`RunError`, one line) before anything is taken from it; `check_adapter` does it for
+    `evaluate --adapter`.
+  * A failed write (a full disk: any `OSError`) stops the run with one line (`stop_on_os_error`);
+    what was written before stays whole, so `--resume` continues exactly once space is freed.
   * `append_row` writes one JSON line and fsyncs; `read_log` drops a torn *last* line (a kill
     during the append: that step comes after the checkpoint and runs again) and refuses anything
     else that is broken.
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import json
 import os
 import random
@@ -124,12 +132,16 @@ def write_atomic(path: Path, text: str) -> None:
     """Replace `path` with `text` all at once (temp file, fsync, rename)."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    fault_point("write_atomic")  # a kill here leaves the old file (or none) in place
-    os.replace(tmp, path)
+    try:
+        with tmp.open("w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        fault_point("write_atomic")  # a kill here leaves the old file (or none) in place
+        os.replace(tmp, path)
+    except OSError:  # a full disk: give the space of the half-written copy back
+        tmp.unlink(missing_ok=True)
+        raise
     _fsync_dir(path.parent)
 
 
@@ -179,21 +191,82 @@ def eval_steps(run_dir: str | Path) -> list[int]:
 
 # ---------------------------------------------------------------- RNG
 def rng_state() -> dict:
-    st = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+    """Every RNG's state as plain values (tensors, ints, floats, strings, lists): exact, and loadable
+    with `torch.load(weights_only=True)`, which refuses numpy arrays and Python objects."""
+    version, internal, gauss_next = random.getstate()
+    kind, key, pos, has_gauss, cached = np.random.get_state(legacy=True)
+    st = {"torch": torch.get_rng_state(),
+          "python": {"version": version, "internal": list(internal), "gauss_next": gauss_next},
+          "numpy": {"kind": kind, "key": key.tolist(), "pos": int(pos), "has_gauss": int(has_gauss),
+                    "cached_gaussian": float(cached)}}
     if torch.cuda.is_available():
         st["cuda"] = torch.cuda.get_rng_state_all()
     return st
 
 
 def set_rng_state(st: dict) -> None:
+    py, npy = st["python"], st["numpy"]
     torch.set_rng_state(st["torch"])
-    random.setstate(st["python"])
-    np.random.set_state(st["numpy"])
+    random.setstate((py["version"], tuple(py["internal"]), py["gauss_next"]))
+    np.random.set_state((npy["kind"], np.array(npy["key"], dtype=np.uint32), npy["pos"], npy["has_gauss"],
+                         npy["cached_gaussian"]))
     if "cuda" in st and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(st["cuda"])
 
 
 # ---------------------------------------------------------------- checkpoints
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+# A trainer.pt written before plain RNG values held np.random's key as a pickled numpy array: only
+# numpy's array constructors are let through for it (data, no code), under either numpy's module name.
+LEGACY_GLOBALS = {"numpy._core.multiarray._reconstruct", "numpy.core.multiarray._reconstruct", "numpy.ndarray",
+                  "numpy.dtype"}
+
+
+@contextlib.contextmanager
+def stop_on_os_error(out: Path):
+    """An OSError inside the block (a full disk, a lost mount) becomes a one-line RunError naming the
+    folder and the error. Every write here is atomic or an fsynced append, so what came before it
+    (the last whole checkpoint, every complete metrics row) is still there for --resume."""
+    try:
+        yield
+    except OSError as e:
+        where = f" ({e.filename})" if e.filename else ""
+        raise RunError(f"run in {out} stopped: {e.strerror or e}{where}; its last whole checkpoint and complete "
+                       "metrics rows are kept: free space (or fix the cause), then continue with --resume") from None
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _save_adapter_files(model, folder: Path) -> None:
+    from safetensors import SafetensorError
+
+    try:
+        model.save_pretrained(folder)  # adapter_config.json + adapter_model.safetensors
+    except SafetensorError as e:  # safetensors reports a full disk as its own error: make it an OSError
+        raise OSError(errno.EIO, str(e).splitlines()[0], str(folder / ADAPTER_WEIGHTS)) from None
+
+
+def save_adapter(out: Path, model) -> Path:
+    """OUTPUT_DIR/adapter (the final adapter), replaced whole: built in adapter.tmp, then renamed."""
+    final, tmp = Path(out) / "adapter", Path(out) / "adapter.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        fault_point("adapter:start")
+        _save_adapter_files(model, tmp)
+        fault_point("adapter:files")
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+    except OSError:  # a full disk: give the space of the half-written copy back
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
 def save_checkpoint(out: Path, model, optimizer, state: dict) -> Path:
     """Write OUTPUT_DIR/checkpoint atomically: LoRA adapter, optimizer + RNG states, and state.json
     (step, elapsed time, ...), built in checkpoint.tmp then swapped in by renames."""
@@ -203,38 +276,144 @@ def save_checkpoint(out: Path, model, optimizer, state: dict) -> Path:
     out = Path(out)
     final, tmp, old = out / CHECKPOINT, out / TMP, out / OLD
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    model.save_pretrained(tmp / "adapter")
-    fault_point("save:adapter")
-    torch.save({"optimizer": optimizer.state_dict(), "rng": rng_state()}, tmp / "trainer.pt")
-    fault_point("save:trainer")
-    (tmp / "state.json").write_text(json.dumps(state, indent=1))  # written last: marks the folder whole
-    for f in [*tmp.rglob("*")]:
-        if f.is_file():
-            with f.open("rb+") as fh:
-                os.fsync(fh.fileno())
-    _fsync_dir(tmp)
-    fault_point("save:files")
-    if final.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(final, old)
-        fault_point("save:moved_old")
-    os.replace(tmp, final)
+    try:
+        tmp.mkdir(parents=True)
+        fault_point("save:start")
+        _save_adapter_files(model, tmp / "adapter")
+        fault_point("save:adapter")
+        buf = io.BytesIO()  # torch.save to a file reports a full disk as a RuntimeError; open() as OSError
+        torch.save({"optimizer": optimizer.state_dict(), "rng": rng_state()}, buf)
+        _write_bytes(tmp / "trainer.pt", buf.getvalue())
+        fault_point("save:trainer")
+        (tmp / "state.json").write_text(json.dumps(state, indent=1))  # written last: marks the folder whole
+        for f in [*tmp.rglob("*")]:
+            if f.is_file():
+                with f.open("rb+") as fh:
+                    os.fsync(fh.fileno())
+        _fsync_dir(tmp)
+        fault_point("save:files")
+        if final.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(final, old)
+            fault_point("save:moved_old")
+        os.replace(tmp, final)
+    except OSError:  # a full disk: give the space back; the previous checkpoint (or .old) is whole
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     _fsync_dir(out)
     fault_point("save:swapped")
     shutil.rmtree(old, ignore_errors=True)
     return final
 
 
+class Refused(ValueError):
+    """A file that is not what its name claims (`str` names it and says why)."""
+
+
+def _first_line(e: BaseException) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def _read_state(path: Path) -> dict:
+    """state.json: a JSON object with a whole-number step >= 0 (elapsed_s and nonfinite_skips default to 0)."""
+    try:
+        state = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise Refused(f"{path} is not JSON") from None
+    if not isinstance(state, dict) or type(state.get("step")) is not int or state["step"] < 0:
+        raise Refused(f"{path} is not a JSON object with a step (a whole number >= 0)")
+    state = {"elapsed_s": 0.0, "nonfinite_skips": 0, **state}
+    if not isinstance(state["elapsed_s"], (int, float)) or type(state["nonfinite_skips"]) is not int:
+        raise Refused(f"{path}: elapsed_s must be a number and nonfinite_skips a whole number")
+    return state
+
+
+def load_trainer(path: Path) -> dict:
+    """trainer.pt as {optimizer, rng}, never running code from it: its pickle is scanned first (the scan
+    runs nothing), a file that names any class or function is refused (only numpy's array constructors,
+    for the earlier format's numpy RNG key), then it loads with weights_only=True."""
+    try:
+        names = set(torch.serialization.get_unsafe_globals_in_checkpoint(path))
+    except Exception as e:  # noqa: BLE001 - not a torch.save zip file (a raw pickle, a torn or foreign file)
+        raise Refused(f"{path} is not a readable torch.save file ({type(e).__name__})") from None
+    if not names <= LEGACY_GLOBALS:
+        raise Refused(f"{path} holds pickled Python objects ({', '.join(sorted(names - LEGACY_GLOBALS))}), not "
+                      "plain tensors; minipods loads nothing from it")
+    allowed = [np.ndarray, np.dtype, type(np.dtype(np.uint32)), *_array_constructors(names)] if names else []
+    try:
+        with torch.serialization.safe_globals(allowed):
+            trainer = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as e:  # noqa: BLE001 - torn data, or a numpy array of another kind than the RNG key
+        raise Refused(f"{path} is not a readable trainer state ({type(e).__name__}: {_first_line(e)})") from None
+    try:
+        if isinstance(trainer["rng"]["numpy"], tuple):  # the earlier format: convert to plain values
+            kind, key, pos, has_gauss, cached = trainer["rng"]["numpy"]
+            if not (isinstance(key, np.ndarray) and key.dtype == np.uint32):
+                raise TypeError("numpy RNG key is not a uint32 array")
+            trainer["rng"]["numpy"] = {"kind": kind, "key": key.tolist(), "pos": pos, "has_gauss": has_gauss,
+                                       "cached_gaussian": cached}
+            version, internal, gauss_next = trainer["rng"]["python"]
+            trainer["rng"]["python"] = {"version": version, "internal": list(internal), "gauss_next": gauss_next}
+        _check_trainer(trainer)
+    except (TypeError, KeyError, ValueError, IndexError) as e:
+        raise Refused(f"{path} is not a minipods trainer state ({type(e).__name__}: {e})") from None
+    return trainer
+
+
+def _array_constructors(names: set[str]) -> list:
+    core = getattr(np, "_core", None) or np.core  # numpy 2 renamed numpy.core; pickles name either
+    return [(core.multiarray._reconstruct, name) for name in names if name.endswith("._reconstruct")]
+
+
+def _check_trainer(trainer: dict) -> None:
+    """The shape of a trainer state, so set_rng_state and the optimizer get what they expect."""
+    rng, opt = trainer["rng"], trainer["optimizer"]
+    if not (isinstance(opt, dict) and {"state", "param_groups"} <= set(opt)):
+        raise TypeError("optimizer state has no state/param_groups")
+    if not (isinstance(rng["torch"], torch.Tensor) and rng["torch"].dtype == torch.uint8):
+        raise TypeError("torch RNG state is not a uint8 tensor")
+    py, npy = rng["python"], rng["numpy"]
+    ints = [py["version"], *py["internal"], *npy["key"], npy["pos"], npy["has_gauss"]]
+    if not all(type(v) is int for v in ints) or len(npy["key"]) != 624 or not isinstance(npy["kind"], str):
+        raise TypeError("Python/numpy RNG state is not plain whole numbers")
+    if not (py["gauss_next"] is None or isinstance(py["gauss_next"], float)) or \
+            not isinstance(npy["cached_gaussian"], float):
+        raise TypeError("RNG gaussian state is not a float")
+
+
+def check_adapter(folder: Path) -> Path:
+    """`folder`'s adapter weights, refused (Refused, one line) unless they are a safetensors file and
+    adapter_config.json a JSON object: a pickled adapter_model.bin is never handed to peft."""
+    folder, weights = Path(folder), Path(folder) / ADAPTER_WEIGHTS
+    if not weights.is_file():
+        pickles = sorted(p.name for p in folder.glob("*") if p.suffix in (".bin", ".pt", ".pth", ".pkl", ".ckpt"))
+        raise Refused(f"{folder} has no {ADAPTER_WEIGHTS}" + (f" (only {', '.join(pickles)}: pickle, which minipods "
+                      "does not load)" if pickles else "") + "; save the adapter as safetensors "
+                      "(peft's save_pretrained does by default) and pass that folder")
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(weights), "pt") as f:  # checks the header and that the data fits the file
+            f.keys()
+    except Exception as e:  # noqa: BLE001 - SafetensorError, or a header that is not JSON
+        raise Refused(f"{weights} is not a safetensors file ({_first_line(e)}); "
+                      "minipods loads adapter weights only from safetensors: save the adapter again") from None
+    try:
+        config = json.loads((folder / "adapter_config.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        config = None
+    if not isinstance(config, dict):
+        raise Refused(f"{folder / 'adapter_config.json'} is not a JSON object; save the adapter again")
+    return weights
+
+
 def _load_whole(ckpt: Path) -> dict:
-    """Read every part of one checkpoint; raise if any part is missing or damaged."""
+    """Read every part of one checkpoint; raise if any part is missing, damaged or not what it claims."""
     from safetensors.torch import load_file
 
-    state = json.loads((ckpt / "state.json").read_text())
-    if not isinstance(state, dict) or "step" not in state:
-        raise ValueError("state.json has no step")
-    trainer = torch.load(ckpt / "trainer.pt", weights_only=False, map_location="cpu")
-    adapter = load_file(str(ckpt / "adapter" / "adapter_model.safetensors"))
+    state = _read_state(ckpt / "state.json")
+    trainer = load_trainer(ckpt / "trainer.pt")
+    adapter = load_file(str(check_adapter(ckpt / "adapter")))
     return {"path": ckpt, "state": state, "trainer": trainer, "adapter": adapter}
 
 
@@ -248,10 +427,11 @@ def load_checkpoint(out: Path) -> dict | None:
     for ckpt in found:
         try:
             return _load_whole(ckpt)
+        except Refused as e:
+            errors.append(str(e))
         except Exception as e:  # noqa: BLE001 - any unreadable part means "not whole"
-            errors.append(f"{ckpt}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            errors.append(f"{ckpt}: {type(e).__name__}: {_first_line(e)}")
     if errors:
-        raise RunError(f"no whole checkpoint in {out} ({'; '.join(errors)}); delete the damaged folder(s) to "
-                       "restart from step 1 with --resume, or use another --output-dir")
+        raise RunError(f"no whole checkpoint in {out} ({'; '.join(errors)}); nothing was taken from it: delete the "
+                       "named checkpoint folder(s) to restart from step 1 with --resume, or use another --output-dir")
     return None
-

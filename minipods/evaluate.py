@@ -21,7 +21,7 @@ import torch
 
 from minipods import rollouts
 from minipods.analysis.stats import wilson_interval
-from minipods.checkpoint import write_atomic
+from minipods.checkpoint import check_adapter, write_atomic
 from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
 from minipods.data import DataNotFoundError, build_prompt, check_level, load_task
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
@@ -151,6 +151,7 @@ def resolve_adapter(path: str) -> tuple[Path, dict | None]:
     p = Path(path).expanduser()
     for cand in (p, p / "adapter", p / "checkpoint" / "adapter"):
         if (cand / "adapter_config.json").is_file():
+            check_adapter(cand)  # safetensors only: a pickled weights file is refused, never loaded
             run_cfg = None
             for run in (cand.parent, cand.parent.parent):
                 if (run / "config.json").is_file():

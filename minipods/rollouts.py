@@ -84,9 +84,12 @@ def eos_ids(model, tokenizer) -> list[int]:
 
 
 def encode_prompts(tokenizer, prompts: list[str], max_prompt_tokens: int | None = None):
-    """The prompts as one left-padded batch (input_ids, attention_mask), each (G, P), truncated to
-    `max_prompt_tokens`."""
+    """The prompts as one left-padded batch (input_ids, attention_mask), each (G, P). A prompt over
+    `max_prompt_tokens` keeps its last tokens: cut on the left, it loses its beginning (the system
+    text first), never the question's end or the assistant header that the completion follows.
+    The one place both engines (and so training and evaluation) tokenize prompts."""
     tokenizer.padding_side = "left"
+    tokenizer.truncation_side = "left"  # HF's default is "right": it would cut the header off
     enc = tokenizer(prompts, add_special_tokens=False, padding=True, return_tensors="pt",
                     truncation=max_prompt_tokens is not None, max_length=max_prompt_tokens)
     return enc.input_ids, enc.attention_mask
@@ -116,8 +119,11 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
                       progress: bool = False) -> Rollouts:
     """Sample `n` completions for each prompt string (already chat-formatted, see data.build_prompt).
 
-    batch_size: sequences per `generate` call; bounds memory (the KV cache grows with it).
-    max_prompt_tokens: left-truncate longer prompts (the paper uses 512).
+    batch_size: sequences per `generate` call; bounds memory (the KV cache grows with it). Greedy
+        completions do not depend on it. Sampled ones are reproducible for a given seed and
+        batch_size and follow the same distribution for any batch_size, but are not the same draws:
+        the chunks take their random numbers from torch's global RNG in turn.
+    max_prompt_tokens: longer prompts keep their last this-many tokens (`encode_prompts`; paper: 512).
     do_sample=False decodes greedily (evaluation).
     """
     if n < 1:

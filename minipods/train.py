@@ -284,7 +284,7 @@ def train(cfg: TrainConfig, model=None, tokenizer=None) -> Path:
     """Run (or resume) training; returns the output folder. `model`/`tokenizer` may be passed in
     (e.g. a tiny model in tests); otherwise `cfg.model` is loaded. One process per run folder."""
     out = ckpt_io.prepare_output_dir(Path(cfg.output_dir))
-    with ckpt_io.RunLock(out):
+    with ckpt_io.stop_on_os_error(out), ckpt_io.RunLock(out):
         return _train_locked(cfg, out, model, tokenizer)
 
 
@@ -392,7 +392,7 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
     finally:
         if bar is not None:
             bar.close()
-    model.save_pretrained(out / "adapter")
+    ckpt_io.save_adapter(out, model)
     report_learning(out)
     return out
 

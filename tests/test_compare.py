@@ -12,7 +12,7 @@ import pytest
 from minipods import evaluate
 from minipods import train as train_mod
 from minipods.analysis import compare, plots, results
-from minipods.analysis.stats import paired_difference
+from minipods.analysis.stats import mcnemar_p, paired_difference
 from minipods.twins.tiny import tiny_policy
 
 TINY = dict(data="synthetic", n=4, m=2, prompts_per_step=2, max_new_tokens=6, max_prompt_tokens=48, max_steps=3,
@@ -214,12 +214,14 @@ def test_single_seed_summary_has_the_paired_difference(cmp_dir):
     assert int(got["grpo"]["paired_n"]) == 4 and got["pods_max_variance"]["paired_diff"] == ""
     lo, hi = float(got["grpo"]["paired_lo"]), float(got["grpo"]["paired_hi"])
     assert lo <= float(got["grpo"]["paired_diff"]) <= hi
-    assert "Paired difference" in (cmp_dir / "summary.md").read_text()
+    assert float(got["grpo"]["paired_p"]) == pytest.approx(mcnemar_p(a_only, b_only))
+    md = (cmp_dir / "summary.md").read_text()
+    assert "Paired difference" in md and "McNemar p" in md
 
 
 def test_grpo_same_n_and_small_default_arms():
     c = compare.arm_configs(preset="small")
-    assert list(c) == list(compare.SMALL_ARMS) == ["grpo", "grpo_same_n", "pods_max_variance"]
+    assert list(c) == list(compare.SMALL_ARMS) == ["grpo", "grpo_same_n", "pods_max_variance", "pods_random"]
     assert (c["grpo_same_n"].method, c["grpo_same_n"].n, c["grpo_same_n"].m) == ("grpo", 8, 8)  # PODS's n
     assert (c["grpo"].n, c["pods_max_variance"].n, c["pods_max_variance"].m) == (4, 8, 4)
     c = compare.arm_configs(["grpo_same_n"], n=6, m=2)

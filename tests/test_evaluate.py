@@ -61,11 +61,12 @@ def test_evaluate_items_known_answer(tiny, monkeypatch):
     assert res["accuracy"] == pytest.approx(0.5)
     assert res["format_rate"] == pytest.approx(1 / 6)
     assert res["rows"][1]["extracted"] == [ITEMS[1]["gold"]] * 2 and res["rows"][2]["extracted"] == ["-99999", None]
-    assert res["ci95"] == pytest.approx(ev.wilson_interval(1.5, 3))
+    # Wilson at p = 0.5, n = 3: 0.5 -+ 1.96 sqrt(0.25 / 3 + 1.96^2 / 36) / (1 + 1.96^2 / 3)
+    assert res["ci95"] == pytest.approx((0.12533, 0.87467), abs=1e-5)
     # strict: only q0's first sample has its answer in a well-formed block (q2's block is wrong)
     assert [r["strict"] for r in res["rows"]] == [0.5, 0.0, 0.0]
     assert res["strict_accuracy"] == pytest.approx(0.5 / 3)
-    assert res["strict_ci95"] == pytest.approx(ev.wilson_interval(0.5, 3))
+    assert res["strict_ci95"] == pytest.approx((0.01765, 0.69002), abs=1e-5)  # Wilson at p = 1/6, n = 3
 
 
 def test_evaluate_to_file_writes_both_gradings(tiny, tmp_path, monkeypatch):
@@ -135,3 +136,37 @@ def test_cli_with_saved_model_and_adapter(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "T=0.9, 2 sample(s)" in text
     assert all(len(json.loads(line)["completions"]) == 2 for line in out.read_text().splitlines())
+
+
+def _adapter(folder):
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True)
+    (folder / "adapter_config.json").write_text("{}")
+    save_file({"w": torch.zeros(1)}, str(folder / "adapter_model.safetensors"))
+    return folder
+
+
+def test_resolve_adapter_fallbacks(tmp_path):
+    run_cfg = {"method": "pods", "model": "some/base"}
+    # 1. an adapter folder itself, nothing around it: no run config
+    bare = _adapter(tmp_path / "bare")
+    assert ev.resolve_adapter(str(bare)) == (bare, None)
+    # 2. a run folder: its adapter/, and its config.json (which names the base model)
+    run = tmp_path / "run"
+    _adapter(run / "checkpoint" / "adapter")
+    (run / "config.json").write_text(json.dumps(run_cfg))
+    assert ev.resolve_adapter(str(run)) == (run / "checkpoint" / "adapter", run_cfg)  # 3. only a checkpoint yet
+    _adapter(run / "adapter")
+    assert ev.resolve_adapter(str(run)) == (run / "adapter", run_cfg)  # the final adapter wins over the checkpoint's
+    assert ev.resolve_adapter(str(run / "adapter")) == (run / "adapter", run_cfg)  # the run's config from above
+    assert ev.resolve_adapter(str(run / "checkpoint" / "adapter")) == (run / "checkpoint" / "adapter", run_cfg)
+    # 4. a config.json that is not a run's (no "method") or not JSON at all: no run config
+    other = _adapter(tmp_path / "other" / "adapter").parent
+    (other / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    assert ev.resolve_adapter(str(other)) == (other / "adapter", None)
+    (other / "config.json").write_text("{not json")
+    assert ev.resolve_adapter(str(other)) == (other / "adapter", None)
+    # 5. nothing there: a one-line error naming the three places looked at
+    with pytest.raises(ValueError, match=r"no adapter_config.json there \(nor in adapter/ or checkpoint/adapter/\)"):
+        ev.resolve_adapter(str(tmp_path / "empty"))

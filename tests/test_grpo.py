@@ -111,18 +111,106 @@ def test_kl_reference_is_the_disabled_adapter(batch):
         pol = token_logprobs(model, *args)
     assert torch.allclose(ref, plain, atol=1e-6)
     assert not torch.allclose(ref, pol, atol=1e-4)  # the adapter does change the policy
+    mask = batch.completion_mask.bool()
+    d = (ref - pol)[mask].double()
+    want_kl = float((torch.exp(d) - d - 1).sum() / mask.sum())  # k3, averaged over the batch's tokens
     opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
-    out = grpo_update(model, opt, batch, torch.zeros(8), beta=0.5)
-    assert out["kl"] > 0 and out["loss"] > 0  # zero advantage: the loss is the KL penalty alone
+    out = grpo_update(model, opt, batch, torch.zeros(8), beta=0.5, micro_batch_size=3)
+    assert want_kl > 1e-6
+    assert out["kl"] == pytest.approx(want_kl, rel=1e-4)
+    assert out["loss"] == pytest.approx(0.5 * out["kl"], rel=1e-6)  # zero advantage: the loss is beta * KL alone
 
 
-def test_multiple_epochs_clip_and_nonfinite_skip(batch):
+def test_kl_gradient_is_the_gradient_of_the_closed_form(batch):
+    """With zero advantages, grpo_update's gradient is that of beta * mean_t k3(ref - logp): the same
+    closed form written out here on the naive log-probs and differentiated by autograd."""
+    beta = 0.5
     model, _ = _fresh()
-    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=5.0)
+    args = (batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask)
+    mask = batch.completion_mask.bool()
+    with torch.no_grad(), model.disable_adapter():
+        ref = naive_token_logprobs(model, *args)
+    logp = naive_token_logprobs(model, *args)
+    d = (ref - logp)[mask]
+    (beta * (torch.exp(d) - d - 1).sum() / mask.sum()).backward()
+    want = {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+    model.zero_grad(set_to_none=True)
+    assert sum(float(g.norm()) for g in want.values()) > 0
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1.0)
+    before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    grpo_update(model, opt, batch, torch.zeros(8), beta=beta, micro_batch_size=3, max_grad_norm=None)
+    for n, p in model.named_parameters():
+        if p.requires_grad:  # SGD with lr 1: the step is minus the gradient
+            assert torch.allclose(before[n] - p.detach(), want[n], atol=1e-7, rtol=1e-4), n
+    # and per token, d k3 / d logp = 1 - exp(ref - logp), on hand-made log-probs
+    lp = torch.log(torch.tensor([[0.5, 0.25, 0.1]])).requires_grad_(True)
+    r = torch.log(torch.tensor([[0.25, 0.25, 0.3]]))
+    loss, _ = grpo_loss(lp, lp.detach(), torch.zeros(1), torch.tensor([[1, 1, 0]]), num_tokens=2, beta=beta,
+                        ref_logp=r)
+    loss.backward()
+    assert lp.grad.tolist()[0] == pytest.approx([beta * (1 - 0.5) / 2, 0.0, 0.0])  # masked token: 0
+
+
+def test_clip_fraction_is_the_hand_count_of_clipped_tokens(batch):
+    """Two epochs: the second epoch's clip_frac is the share of completion tokens whose ratio
+    pi_after_one_step / pi_old left [0.8, 1.2], counted here from the log-probs themselves."""
     adv = torch.tensor([1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
-    out = grpo_update(model, opt, batch, adv, update_epochs=3, max_grad_norm=None)
-    assert out["clip_frac"] > 0  # after the first step the ratio moved away from 1
+    args = (batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask)
+    mask = batch.completion_mask.bool()
+
+    def trained(epochs):
+        model, _ = _fresh()
+        opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=5.0)
+        with torch.no_grad():
+            old = token_logprobs(model, *args)
+        out = grpo_update(model, opt, batch, adv, update_epochs=epochs, max_grad_norm=None, micro_batch_size=3)
+        return model, old, out
+
+    one, old, out1 = trained(1)  # epoch 1 of a 2-epoch update is this one-epoch update (ratio 1)
+    assert out1["clip_frac"] == 0.0
+    with torch.no_grad():
+        ratio = torch.exp(token_logprobs(one, *args) - old)[mask]
+    assert ((ratio - 0.8).abs().min() > 1e-5) and ((ratio - 1.2).abs().min() > 1e-5)  # none on the edge (float noise ~1e-6)
+    clipped = int(((ratio < 0.8) | (ratio > 1.2)).sum())
+    assert 0 < clipped < int(mask.sum())
+    _, _, out2 = trained(2)
+    assert out2["clip_frac"] == pytest.approx(clipped / int(mask.sum()))
+
+
+def test_max_grad_norm_scales_the_step(batch):
+    adv = torch.tensor([1.0, -1.0, 0.5, -0.5, 1.0, -1.0, 0.3, -0.3])
+    steps, outs = [], []
+    for clip in (None, "tenth"):
+        model, _ = _fresh()
+        opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1.0)
+        before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+        max_norm = None if clip is None else outs[0]["grad_norm"] / 10
+        outs.append(grpo_update(model, opt, batch, adv, max_grad_norm=max_norm))
+        steps.append({n: before[n] - p.detach() for n, p in model.named_parameters() if p.requires_grad})
+    full = math.sqrt(sum(float(v.pow(2).sum()) for v in steps[0].values()))
+    assert full == pytest.approx(outs[0]["grad_norm"], rel=1e-4)  # lr 1: the unclipped step is the gradient
+    assert outs[1]["grad_norm"] == pytest.approx(outs[0]["grad_norm"], rel=1e-5)  # reported before clipping
+    for n in steps[0]:  # clipped: the same direction, a tenth of the length
+        assert torch.allclose(steps[1][n], steps[0][n] / 10, atol=1e-8, rtol=1e-4), n
+
+
+def test_nonfinite_loss_or_gradient_norm_skips_the_step(batch):
+    model, _ = _fresh()
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1.0)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    out = grpo_update(model, opt, batch, torch.full((8,), float("nan")))
+    out = grpo_update(model, opt, batch, torch.full((8,), float("nan")))  # a NaN loss
     assert out["skipped"] == 1 and math.isnan(out["loss"])
     assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
+    # a finite loss whose gradient is not: an inf in one parameter's gradient makes the norm inf
+    adv = torch.tensor([1.0, -1.0, 0.5, -0.5, 1.0, -1.0, 0.3, -0.3])
+    p0 = next(p for n, p in model.named_parameters() if "lora_A" in n)
+    hook = p0.register_hook(lambda g: g * float("inf"))
+    try:
+        out = grpo_update(model, opt, batch, adv, max_grad_norm=1.0)
+    finally:
+        hook.remove()
+    assert out["skipped"] == 1 and math.isnan(out["loss"]) and not math.isfinite(out["grad_norm"])
+    assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
+    out = grpo_update(model, opt, batch, adv)  # the same batch without the hook does step
+    assert out["skipped"] == 0 and math.isfinite(out["loss"])
+    assert not all(torch.equal(p, before[n]) for n, p in model.named_parameters())

@@ -120,6 +120,7 @@ def test_learning_by_seed_pools_first_vs_final_pairs(tmp_path):
     pooled = got["pods"]["pooled"]
     assert pooled == paired_difference([0, 0, 1, 0, 1, 0, 0], [1, 1, 1, 0, 0, 1, 1])
     assert pooled["n"] == 7 and pooled["diff"] == pytest.approx(3 / 7)
+    assert (pooled["a_only"], pooled["b_only"]) == (1, 4) and pooled["p"] == pytest.approx(0.375)  # 2 * 6 / 32
     assert got["grpo"]["per_seed"] == {0: None, 1: None} and got["grpo"]["pooled"] is None
     rows = seeds.summarize_seeds({0: {"pods": []}, 1: {"pods": []}})
     md, csv_path = seeds.write_seed_summary(rows, {}, tmp_path, [0, 1], learning=got)
@@ -127,3 +128,5 @@ def test_learning_by_seed_pools_first_vs_final_pairs(tmp_path):
     assert "25.0 → 75.0 (+50.0" in line and "33.3 → 66.7 (+33.3" in line and "(+42.9" in line
     row = _csv(csv_path)[0]
     assert float(row["learn_diff"]) == pytest.approx(3 / 7) and int(row["learn_n"]) == 7
+    assert float(row["learn_p"]) == pytest.approx(0.375)
+    assert (float(row["learn_lo"]), float(row["learn_hi"])) == pytest.approx(pooled["ci95"])

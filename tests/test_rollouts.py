@@ -6,6 +6,7 @@ from minipods.data import build_prompt
 from minipods.fast import rollouts as fast_rollouts
 from minipods.rollouts import completion_mask_from_ids
 from minipods.twins.tiny import tiny_policy
+from conftest import adapted_tiny
 
 ENGINES = {"plain": rollouts.generate_rollouts, "fast": fast_rollouts.generate_rollouts}
 
@@ -58,14 +59,51 @@ def test_generate_rollouts_shapes_masks_and_texts(engine):
     assert ro.num_tokens == int(ro.completion_mask.sum()) and ro.seconds > 0
 
 
-def test_chunking_does_not_change_samples():
-    # the same seed gives the same completions whether generated in 1 chunk or many: chunking only bounds memory
-    _, _, _, one = _rollouts(batch_size=12, seed=1)
-    _, _, _, many = _rollouts(batch_size=12, seed=1)
-    assert torch.equal(one.completion_ids, many.completion_ids)
-    _, _, _, small_chunks = _rollouts(batch_size=3, seed=1)
-    assert small_chunks.completion_ids.shape[0] == 12
-    assert torch.equal(small_chunks.completion_mask.sum(1) > 0, torch.ones(12, dtype=torch.bool))
+@pytest.mark.parametrize("engine", ENGINES)
+def test_greedy_completions_do_not_depend_on_chunking(engine):
+    """Chunking (batch_size) only bounds memory: greedy completions are the same for any chunking.
+    Prompts of three lengths (left padding differs per row) and an adapter large enough that each
+    prompt gets its own completion (a misplaced row or cache would show)."""
+    model, tok = adapted_tiny(std=0.3)
+    prompts = [build_prompt(tok, q) for q in ["What is 2+3?", "A much longer question about apples, pears and plums?", "x"]]
+    outs = [ENGINES[engine](model, tok, prompts, 4, max_new_tokens=30, do_sample=False, batch_size=bs)
+            for bs in (12, 5, 3, 1)]
+    ref = outs[0].completion_ids
+    assert len({tuple(r) for r in ref.tolist()}) == 3  # the three prompts do get different completions
+    for ro in outs[1:]:
+        assert torch.equal(ro.completion_ids, ref) and torch.equal(ro.completion_mask, outs[0].completion_mask)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_sampled_completions_reproduce_for_a_seed_and_chunking(engine):
+    """What holds for sampling (documented in generate_rollouts): the same seed and batch_size give
+    the same completions; another seed gives others. A different batch_size samples the same
+    distribution (tests/test_fast.py) but not the same draws: chunks take random numbers in turn."""
+    for bs in (12, 5):
+        _, _, _, one = _rollouts(batch_size=bs, seed=1, engine=engine)
+        _, _, _, again = _rollouts(batch_size=bs, seed=1, engine=engine)
+        _, _, _, other = _rollouts(batch_size=bs, seed=2, engine=engine)
+        assert torch.equal(one.completion_ids, again.completion_ids) and one.texts == again.texts
+        assert not torch.equal(one.completion_ids, other.completion_ids)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_long_prompts_are_truncated_on_the_left(engine):
+    """A prompt over max_prompt_tokens keeps its end: the question's last words and the assistant
+    header the completion must follow. (The tiny tokenizer has one token per character.)"""
+    model, tok = tiny_policy(seed=0)
+    question = "Start of a long question that will be cut. " * 3 + "What is 2+3 at the very end?"
+    prompts = [build_prompt(tok, question), build_prompt(tok, "x")]
+    long_p, limit = prompts[0], len(prompts[1])  # the short prompt just fits
+    assert long_p.endswith("What is 2+3 at the very end?\n[assistant]\n") and len(long_p) > limit + 100
+    ro = ENGINES[engine](model, tok, prompts, 2, max_new_tokens=3, do_sample=False, max_prompt_tokens=limit)
+    assert ro.prompt_ids.shape[1] == limit
+    kept = tok.decode(ro.prompt_ids[0][ro.prompt_mask[0].bool()])
+    assert kept == long_p[-limit:] and not kept.startswith("[system]")  # the start of the system text went
+    assert kept.endswith("What is 2+3 at the very end?\n[assistant]\n")
+    assert tok.decode(ro.prompt_ids[2][ro.prompt_mask[2].bool()]) == prompts[1]  # a prompt that fits is whole
+    ids, _ = rollouts.encode_prompts(tok, prompts, max_prompt_tokens=limit)
+    assert tok.decode(ids[0]) == long_p[-limit:]
 
 
 @pytest.mark.parametrize("engine", ENGINES)

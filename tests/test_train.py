@@ -1,10 +1,10 @@
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -65,10 +65,9 @@ def test_train_writes_metrics_config_and_adapter(tmp_path):
         T.train(cfg, *tiny_policy())
 
 
-def test_every_evaluation_writes_question_rows_and_the_run_ends_with_a_paired_line(tmp_path, capsys):
+def test_every_evaluation_writes_question_rows(tmp_path):
     from minipods.data import load_task
     from minipods.analysis.results import read_eval
-    from minipods.analysis.stats import paired_difference
     from minipods.checkpoint import eval_steps
 
     cfg = tiny_cfg(tmp_path, max_steps=3, eval_every=2, eval_limit=5, eval_max_new_tokens=6)
@@ -80,22 +79,34 @@ def test_every_evaluation_writes_question_rows_and_the_run_ends_with_a_paired_li
     metrics = {r["step"]: r for r in rows(tmp_path) if "eval_accuracy" in r}
     for step in (0, 2, 3):
         ev = read_eval(tmp_path, step)
-        assert [set(r) for r in ev] == [{"index", "gold", "pred", "correct"}] * 5
+        assert [set(r) for r in ev] == [{"index", "gold", "pred", "correct", "strict"}] * 5
+        assert all(r["strict"] in (0, 1) and r["strict"] <= r["correct"] for r in ev)
         assert [r["index"] for r in ev] == list(range(5)) and [r["gold"] for r in ev] == golds
         assert all(r["correct"] in (0, 1) and r["correct"] == int(r["pred"] == r["gold"]) for r in ev)
         assert metrics[step]["eval_accuracy"] == pytest.approx(sum(r["correct"] for r in ev) / 5)
-    out = capsys.readouterr().out.strip().splitlines()
-    m = re.fullmatch(r"eval accuracy (\d+\.\d)% -> (\d+\.\d)% \(([+-]\d+\.\d) points, paired 95% CI "
-                     r"\[([+-]\d+\.\d), ([+-]\d+\.\d)\], (\d+) questions\)", out[-1])
-    assert m, out[-1]
-    first, last = read_eval(tmp_path, 0), read_eval(tmp_path, 3)
-    want = paired_difference([r["correct"] for r in first], [r["correct"] for r in last])
-    a, b, d, lo, hi, n = (float(x) for x in m.groups())
-    assert (a, b, d, n) == (round(100 * want["acc_a"], 1), round(100 * want["acc_b"], 1),
-                            round(100 * want["diff"], 1), 5)
-    assert lo <= d <= hi and (lo, hi) == (round(100 * want["ci95"][0], 1), round(100 * want["ci95"][1], 1))
     png = (tmp_path / "learning_curve.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 10_000
+
+
+def test_the_run_ends_with_the_paired_line_of_its_first_and_last_evaluation(tmp_path, capsys, monkeypatch):
+    """Evaluation scores set by hand (the tiny model never answers right): step 0 gets 2 of 8 right,
+    the last evaluation 5 of 8, with 1 question lost and 4 gained. The printed line is checked
+    against those counts: swapped evaluations, or the wrong pair, would print other numbers."""
+    from minipods import evaluate
+    from minipods.analysis.stats import newcombe_paired
+
+    by_call = iter([[1, 0, 0, 0, 1, 0, 0, 0], [1, 1, 1, 0, 0, 1, 1, 0]])
+
+    def scores(texts, golds):
+        c = [float(x) for x in next(by_call)]
+        return {"reward": c, "correct": c, "format": [0.0] * len(c)}
+
+    monkeypatch.setattr(evaluate, "score_completions", scores)
+    run(tiny_cfg(tmp_path, max_steps=2, eval_every=2, eval_limit=8, eval_max_new_tokens=4))
+    lo, hi = newcombe_paired(1, 4, 1, 2)  # both right 1, only last 4, only first 1, neither 2
+    assert (round(100 * lo, 1), round(100 * hi, 1)) == (-12.5, 69.3)
+    assert capsys.readouterr().out.strip().splitlines()[-1] == \
+        "eval accuracy 25.0% -> 62.5% (+37.5 points, paired 95% CI [-12.5, +69.3], 8 questions)"
 
 
 def test_synthetic_notice_is_printed_once_per_run(tmp_path, capsys, recwarn):
@@ -111,17 +122,100 @@ def _length_rewards(texts, golds):  # a deterministic reward with spread, for a 
     return {"reward": r, "correct": [0.0] * len(r), "format": [0.0] * len(r)}
 
 
-def test_max_variance_keeps_the_extremes(tmp_path, monkeypatch):
-    monkeypatch.setattr(T, "score_completions", _length_rewards)
-    # with m = 2 max-variance keeps the lowest and the highest reward, whose spread bounds the std
-    # of all n (Popoviciu: var <= range^2 / 4), so the kept std can never be below the full std
-    cfg = tiny_cfg(tmp_path, n=6, m=2, max_steps=3, prompts_per_step=1)
+def test_select_kept_by_hand():
+    # 2 prompts x n = 5, group-major; m = 2
+    r = torch.tensor([0.0, 1.0, 0.5, 1.0, 0.0,   0.2, 0.2, 0.9, 0.1, 0.2])
+    assert T.select_kept(r, 5, 2, "max_variance", seed=0, step=1) == [0, 3, 7, 8]  # a lowest and a highest
+    assert T.select_kept(r, 5, 2, "max_reward", seed=0, step=1) == [1, 3, 5, 7]  # ties: the earlier index
+    assert T.select_kept(r, 5, 5, "random", seed=0, step=1) == list(range(10))  # m = n keeps all
+    rand = T.select_kept(r, 5, 2, "random", seed=0, step=1)
+    gen = np.random.default_rng([0, 1, 7])  # one generator per (seed, step), used group after group
+    assert rand == [g * 5 + i for g in (0, 1) for i in sorted(gen.choice(5, size=2, replace=False).tolist())]
+    assert rand == T.select_kept(r, 5, 2, "random", seed=0, step=1)  # reproducible: resume needs it
+    draws = {tuple(T.select_kept(r, 5, 2, "random", seed=0, step=s)) for s in range(1, 9)}
+    assert len(draws) > 1  # another step, another draw
+    assert all(sorted(d) == list(d) and sum(i < 5 for i in d) == 2 for d in draws)
+
+
+def _length_rewards(texts, golds):  # a deterministic reward with spread, for a random tiny model
+    r = [(len(t) % 5) / 4 for t in texts]
+    return {"reward": r, "correct": [0.0] * len(r), "format": [0.0] * len(r)}
+
+
+@pytest.mark.parametrize("rule", ["max_variance", "max_reward", "random"])
+def test_each_rule_keeps_what_the_rule_says_in_a_run(tmp_path, monkeypatch, rule):
+    """kept_idx of every step, per prompt, is exactly minipods.downsample's choice for that step's
+    rewards (random: the seeded generator of select_kept, replayed here)."""
+    from minipods.downsample import downsample
+
+    seen = []
+
+    def recorded(texts, golds):
+        out = _length_rewards(texts, golds)
+        seen.append(out["reward"])
+        return out
+
+    monkeypatch.setattr(T, "score_completions", recorded)
+    cfg = tiny_cfg(tmp_path, n=6, m=3, max_steps=3, prompts_per_step=2, rule=rule)
     run(cfg)
     rs = rows(tmp_path)
-    assert any(r["reward_std"] > 0 for r in rs)
-    for r in rs:
-        assert r["kept_reward_std"] >= r["reward_std"] - 1e-9
-        assert r["grad_norm"] > 0 or r["kept_reward_std"] == 0  # (the loss value itself can be 0)
+    assert len(seen) == len(rs) == 3
+    for step, (r, rewards) in enumerate(zip(rs, seen), start=1):
+        gen = np.random.default_rng([cfg.seed, step, 7])
+        want = [downsample(rewards[g * 6:(g + 1) * 6], 3, rule, gen) for g in range(2)]
+        assert r["kept_idx"] == want, (rule, step)
+        kept = [rewards[g * 6 + i] for g in range(2) for i in want[g]]
+        assert r["kept_reward_mean"] == pytest.approx(sum(kept) / 6)
+        assert r["reward_mean"] == pytest.approx(sum(rewards) / 12)
+    assert any(len(set(rw)) > 1 for rw in seen)  # the rewards have spread: the rules disagree
+
+
+def test_adv_norm_kept_and_all(tmp_path, monkeypatch):
+    """The advantages handed to the update: standardised within the kept m (kept, the paper's) or
+    over all n with the kept rows' values taken (all); written out here with numpy."""
+    got, seen = {}, []
+    real_update = T.grpo_update
+
+    def spy(model, optimizer, batch, advantages, **kw):
+        got.setdefault(cfg.adv_norm, []).append(advantages.clone())
+        return real_update(model, optimizer, batch, advantages, **kw)
+
+    def recorded(texts, golds):
+        seen.append(_length_rewards(texts, golds)["reward"])
+        return _length_rewards(texts, golds)
+
+    monkeypatch.setattr(T, "grpo_update", spy)
+    monkeypatch.setattr(T, "score_completions", recorded)
+    for norm in ("kept", "all"):
+        cfg = tiny_cfg(tmp_path / norm, n=6, m=3, max_steps=2, prompts_per_step=2, adv_norm=norm)
+        seen.clear()
+        run(cfg)
+        for step, row in enumerate(rows(tmp_path / norm), start=1):
+            r = np.array(seen[step - 1]).reshape(2, 6)
+            want = []
+            for g in range(2):
+                pool = r[g][row["kept_idx"][g]] if norm == "kept" else r[g]
+                sd = pool.std(ddof=1)
+                a = (r[g] - pool.mean()) / (sd + 1e-4) if pool.max() > pool.min() else np.zeros(6)
+                want += a[row["kept_idx"][g]].tolist()
+            assert got[norm][step - 1].tolist() == pytest.approx(want, abs=1e-5), (norm, step)
+    assert not all(torch.allclose(a, b) for a, b in zip(got["kept"], got["all"]))  # the choice matters
+
+
+def test_budget_s_stops_the_run_and_evaluates_its_last_step(tmp_path, monkeypatch):
+    real_step = T.run_step
+
+    def one_second(*a):  # every step "takes" 1 s of training time
+        return {**real_step(*a), "step_s": 1.0}
+
+    monkeypatch.setattr(T, "run_step", one_second)
+    run(tiny_cfg(tmp_path, max_steps=10, budget_s=2.5, save_every=10, eval_every=5, eval_limit=2,
+                 eval_max_new_tokens=4))
+    rs = rows(tmp_path)
+    assert [r["step"] for r in rs] == [0, 1, 2, 3]  # 3 s >= 2.5 s after step 3: no step 4
+    assert [r["elapsed_s"] for r in rs[1:]] == [1.0, 2.0, 3.0]
+    assert [r["step"] for r in rs if "eval_accuracy" in r] == [0, 3]  # the last step is evaluated
+    assert json.loads((tmp_path / "checkpoint" / "state.json").read_text())["step"] == 3  # and saved
 
 
 def test_same_seed_same_run_and_resume_after_interrupt(tmp_path, monkeypatch):

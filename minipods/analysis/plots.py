@@ -31,6 +31,7 @@ from pathlib import Path
 from minipods.analysis.results import (BASELINE, COMPARISON_FILE, TARGET_FRAC, eval_points, find_runs, pick_baseline,
                                        read_config, read_rows, summarize, sweep_points, training_rows, write_summary)
 from minipods.analysis.seeds import learning_by_seed, paired_against, summarize_seeds, write_seed_summary
+from minipods.analysis.wallclock import equal_time, time_to_target
 from minipods.analysis.stats import wilson_interval
 from minipods.cli import Parser, fail
 
@@ -311,9 +312,12 @@ def make_seeds(out_dir: str | Path, meta: dict) -> dict[str, Path]:
     configs = {a: read_config(d) for ds in dirs.values() for a, d in ds.items()}
     paths = {"accuracy_vs_time.png": out_dir / "accuracy_vs_time.png"}
     plot_accuracy_seeds(per_seed, paths["accuracy_vs_time.png"], configs)
-    rows = summarize_seeds(per_seed, meta.get("baseline") or BASELINE)
+    baseline = meta.get("baseline") or BASELINE
+    rows = summarize_seeds(per_seed, baseline)
+    wall = (time_to_target(dirs, baseline), equal_time(dirs, baseline)) if any(baseline in d for d in dirs.values()) \
+        else None
     paths["summary.md"], paths["summary.csv"] = write_seed_summary(rows, paired_against(dirs), out_dir, seeds, configs,
-                                                                   learning_by_seed(dirs))
+                                                                   learning_by_seed(dirs), wall)
     return paths
 
 

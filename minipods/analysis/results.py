@@ -6,8 +6,8 @@
 Paper (Section 5, Figure 1): the headline number is the time each method needs to reach 99% of
 vanilla GRPO's peak test accuracy (`summarize`: time_to_target_s, speedup). Accuracies carry a
 95% Wilson interval (`wilson_interval`); two accuracies on the same questions (the first and last
-evaluation of a run, two arms of one seed) are compared with `paired_difference` (exact McNemar
-interval); `summarize(runs)` is a pure function of the metric rows;
+evaluation of a run, two arms of one seed) are compared with `paired_difference` (Newcombe's
+paired score interval and the exact McNemar p-value); `summarize(runs)` is a pure function of the metric rows;
 `write_summary` writes summary.md / summary.csv. Several seeds (`compare --seeds`) live in
 minipods.analysis.seeds: `summarize_seeds` gives each arm's mean and 95% interval across seeds,
 `learning_by_seed` each arm's first-vs-final change per seed and pooled, `paired_against` the paired
@@ -237,7 +237,7 @@ def sweep_points(runs: dict[str, list[dict]], configs: dict[str, dict], param: s
 SUMMARY_COLUMNS = ["arm", "method", "rule", "n", "m", "steps", "train_s", "peak_accuracy", "peak_time_s",
                    "final_accuracy", "target_accuracy", "time_to_target_s", "speedup", "mean_step_s",
                    "mean_rollout_s", "mean_update_s", "zero_std_frac", "mean_reward", "mean_kept_reward",
-                   "peak_mem_mb", "paired_diff", "paired_lo", "paired_hi", "paired_n"]
+                   "peak_mem_mb", "paired_diff", "paired_lo", "paired_hi", "paired_n", "paired_p"]
 PAIRED_ARM = "pods_max_variance"  # the arm whose final evaluation is compared with every other arm's
 
 
@@ -310,12 +310,17 @@ def write_summary(summary: list[dict], out_dir: str | Path, configs: dict[str, d
     return md_path, csv_path
 
 
+def fmt_p(p: float | None) -> str:
+    """A p-value cell: '-' for None, 3 significant digits, '<0.0001' below that."""
+    return "-" if p is None else ("<0.0001" if p < 1e-4 else f"{p:.3g}")
+
+
 def paired_cols(p: dict | None, prefix: str = "paired") -> dict:
-    """The summary.csv columns {prefix}_diff, _lo, _hi, _n of a paired_difference ({} when it has none)."""
+    """The summary.csv columns {prefix}_diff, _lo, _hi, _n, _p of a paired_difference ({} when it has none)."""
     if not p or p.get("diff") is None:
         return {}
     return {f"{prefix}_diff": p["diff"], f"{prefix}_lo": p["ci95"][0], f"{prefix}_hi": p["ci95"][1],
-            f"{prefix}_n": p["n"]}
+            f"{prefix}_n": p["n"], f"{prefix}_p": p["p"]}
 
 
 def paired_lines(paired: dict[str, dict]) -> list[str]:
@@ -324,10 +329,10 @@ def paired_lines(paired: dict[str, dict]) -> list[str]:
     if not rows:
         return []
     out = [(f"Paired difference, `{PAIRED_ARM}` minus each arm, final evaluations on the same questions "
-            "(exact McNemar 95% interval; points):"), "",
-           f"| arm | difference | 95% CI | questions | only {PAIRED_ARM} right | only the arm right |",
-           "|---|---:|---:|---:|---:|---:|"]
+            "(points; Newcombe's paired 95% score interval; p: exact McNemar test of any difference):"), "",
+           f"| arm | difference | 95% CI | McNemar p | questions | only {PAIRED_ARM} right | only the arm right |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
     for a, p in rows:
         out.append(f"| {a} | {100 * p['diff']:+.1f} | [{100 * p['ci95'][0]:+.1f}, {100 * p['ci95'][1]:+.1f}] | "
-                   f"{p['n']} | {p['b_only']} | {p['a_only']} |")
+                   f"{fmt_p(p['p'])} | {p['n']} | {p['b_only']} | {p['a_only']} |")
     return out + [""]

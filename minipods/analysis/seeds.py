@@ -6,8 +6,8 @@ means with 95% intervals across seeds, and the summary files.
     learning_by_seed(dirs)    # each arm's first vs final evaluation, per seed and pooled
     write_seed_summary(summarize_seeds(per_seed_rows), paired_against(dirs), out, seeds)
 
-Arms of one seed see the same questions, so every comparison here is paired (exact McNemar interval,
-minipods.analysis.stats.paired_difference); means across seeds carry a Student-t interval
+Arms of one seed see the same questions, so every comparison here is paired (Newcombe's paired score
+interval and the exact McNemar p-value, minipods.analysis.stats.paired_difference); means across seeds carry a Student-t interval
 (`mean_interval`). Built on minipods.analysis.results (one seed's numbers); no torch, no figures.
 """
 
@@ -20,6 +20,7 @@ from pathlib import Path
 from minipods.analysis.results import (BASELINE, PAIRED_ARM, TARGET_FRAC, change_of, final_eval, first_last_correct,
                                        fmt, matched_correct, paired_cols, paired_lines, summarize)
 from minipods.analysis.stats import mean_interval, paired_difference
+from minipods.analysis.wallclock import wallclock_lines
 
 
 def paired_against(seed_dirs: dict[int, dict[str, Path]], arm: str = PAIRED_ARM) -> dict[str, dict]:
@@ -90,15 +91,19 @@ def _ci(m: dict, pct: bool = True) -> str:
 
 
 def _seed_csv(rows: list[dict], paired: dict[str, dict], out_dir: Path, configs: dict[str, dict],
-              learning: dict[str, dict]) -> tuple[list[dict], Path]:
+              learning: dict[str, dict], wall: tuple[dict, dict]) -> tuple[list[dict], Path]:
     """summary.csv of a several-seed comparison; returns its rows (one flat dict per arm) and its path."""
     cols = ["arm", "n", "m", "seeds"] + [f"{k}_{x}" for k in SEED_METRICS for x in ("mean", "lo", "hi")] + \
-        ["time_to_target_reached", "paired_diff", "paired_lo", "paired_hi", "paired_n",
-         "learn_diff", "learn_lo", "learn_hi", "learn_n"]
+        ["time_to_target_reached", "speedup", "speedup_lo", "speedup_hi", "paired_diff", "paired_lo", "paired_hi",
+         "paired_n", "paired_p", "equal_time_diff", "equal_time_lo", "equal_time_hi", "equal_time_n", "equal_time_p",
+         "learn_diff", "learn_lo", "learn_hi", "learn_n", "learn_p"]
     flat = []
     for r in rows:
+        sp = (wall[0].get(r["arm"]) or {}).get("speedup") or {}
         f = {"arm": r["arm"], "seeds": r["seeds"], "time_to_target_reached": r["time_to_target_s"]["k"],
+             "speedup": sp.get("ratio"), "speedup_lo": sp.get("lo"), "speedup_hi": sp.get("hi"),
              **{k: configs.get(r["arm"], {}).get(k) for k in ("n", "m")}, **paired_cols(paired.get(r["arm"])),
+             **paired_cols(wall[1].get(r["arm"]), prefix="equal_time"),
              **paired_cols((learning.get(r["arm"]) or {}).get("pooled"), prefix="learn")}
         f.update({f"{k}_{x}": r[k][x] for k in SEED_METRICS for x in ("mean", "lo", "hi")})
         flat.append(f)
@@ -112,12 +117,13 @@ def _seed_csv(rows: list[dict], paired: dict[str, dict], out_dir: Path, configs:
 
 
 def write_seed_summary(rows: list[dict], paired: dict[str, dict], out_dir: str | Path, seeds: list[int],
-                       configs: dict[str, dict] | None = None,
-                       learning: dict[str, dict] | None = None) -> tuple[Path, Path]:
-    """summary.csv (mean, lo, hi per metric; paired columns; learn_* = pooled first-vs-final change)
-    and summary.md of a several-seed comparison."""
-    out_dir, configs, learning = Path(out_dir), configs or {}, learning or {}
-    flat, csv_path = _seed_csv(rows, paired, out_dir, configs, learning)
+                       configs: dict[str, dict] | None = None, learning: dict[str, dict] | None = None,
+                       wall: tuple[dict, dict] | None = None) -> tuple[Path, Path]:
+    """summary.csv (mean, lo, hi per metric; paired columns; speedup* and equal_time_* from `wall` =
+    (wallclock.time_to_target, wallclock.equal_time); learn_* = pooled first-vs-final change) and
+    summary.md of a several-seed comparison."""
+    out_dir, configs, learning, wall = Path(out_dir), configs or {}, learning or {}, wall or ({}, {})
+    flat, csv_path = _seed_csv(rows, paired, out_dir, configs, learning, wall)
     lines = ["# minipods comparison over seeds", "",
              (f"Seeds {', '.join(map(str, seeds))}: each arm once per seed; the arms of one seed see the same "
               "questions in the same order. Mean [95% t-interval across seeds]; accuracies in %, times in "
@@ -128,10 +134,10 @@ def write_seed_summary(rows: list[dict], paired: dict[str, dict], out_dir: str |
         lines.append(f"| {r['arm']} | {fmt(f['n'])} | {fmt(f['m'])} | {_ci(r['final_accuracy'])} | "
                      f"{_ci(r['peak_accuracy'])} | {_ci(r['time_to_target_s'], pct=False)} | "
                      f"{_ci(r['train_s'], pct=False)} | {_ci(r['mean_step_s'], pct=False)} |")
-    lines += [""] + paired_lines(paired)
+    lines += [""] + (wallclock_lines(*wall) if wall[0] else []) + paired_lines(paired)
     if learning:
         lines += [("Learning: each arm's first (step 0) vs final evaluation on the same questions, "
-                   "accuracy % and change in points [exact McNemar 95% CI]; pooled = all (seed, question) pairs:"), "",
+                   "accuracy % and change in points [paired 95% CI]; pooled = all (seed, question) pairs:"), "",
                   "| arm | " + " | ".join(f"seed {s}" for s in seeds) + " | pooled |",
                   "|---|" + "---:|" * (len(seeds) + 1)]
         for a, ln in learning.items():

@@ -3,15 +3,20 @@
 Not from the paper (which reports single runs); what makes a small run readable honestly:
   * `wilson_interval(k, n)`: 95% interval of one accuracy k/n (well behaved at 0 and 1);
   * `paired_difference(correct_a, correct_b)`: accuracy of b minus a on the same questions, with
-    an exact McNemar (Clopper-Pearson on the discordant questions) interval; used wherever two
-    evaluations on the same questions are compared (train's last line, compare's summary);
-  * `mean_interval(xs)`: mean and Student-t 95% interval of a few per-seed numbers.
-Pure Python (math only): no torch, no scipy.
+    Newcombe's hybrid score interval (`newcombe_paired`) and the exact McNemar p-value (`mcnemar_p`);
+    used wherever two evaluations on the same questions are compared (train's last line, compare's
+    summaries, the seed summaries);
+  * `clopper_pearson(k, n)`: the exact interval of one proportion (a reference; not used by the above);
+  * `mean_interval(xs)`: mean and Student-t 95% interval of a few per-seed numbers;
+  * `bootstrap_ratio(xs, ys)`: a ratio of per-seed sums (time-to-target speed-ups) with a percentile
+    bootstrap interval.
+Pure Python (math, random): no torch, no scipy.
 """
 
 from __future__ import annotations
 
 import math
+import random
 
 # two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom (beyond: 1.96)
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
@@ -61,16 +66,56 @@ def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     return (lo, hi)
 
 
-def paired_difference(correct_a: list, correct_b: list, alpha: float = 0.05) -> dict:
-    """Accuracy of b minus accuracy of a on the same questions, with an exact McNemar interval.
+def mcnemar_p(a_only: int, b_only: int) -> float:
+    """Exact two-sided McNemar p-value: under "no difference" each of the d = a_only + b_only
+    discordant questions goes either way with probability 1/2, so p = P(X <= min) + P(X >= max) for
+    X ~ Binomial(d, 1/2), at most 1 (1 when d = 0). Integer arithmetic: exact for any d."""
+    d, k = a_only + b_only, min(a_only, b_only)
+    if d == 0:
+        return 1.0
+    return min(1.0, 2 * sum(math.comb(d, j) for j in range(k + 1)) / 2 ** d)
 
-    correct_a, correct_b: 0/1 per question, in the same question order. Only the discordant
-    questions carry information about the difference: b_only (b right, a wrong) and a_only. Given
-    d = a_only + b_only, b_only ~ Binomial(d, pi), and diff = d (2 pi - 1) / N; the Clopper-Pearson
-    interval for pi maps to the interval for diff (exact, conditional on d; no resampling, so the
-    same inputs always give the same interval). Returns n, acc_a, acc_b, diff, ci95 (lo, hi), a_only,
-    b_only. Paired because both evaluations see the same questions: per-question noise cancels, so
-    this interval is much narrower than two independent Wilson intervals would suggest.
+
+def newcombe_paired(both: int, first_only: int, second_only: int, neither: int,
+                    z: float = 1.96) -> tuple[float, float]:
+    """Newcombe's hybrid score interval (Newcombe 1998, Stat Med 17:2635, method 10; "square-and-add"
+    in Fagerland, Lydersen & Laake 2014) for p1 - p2, the difference of two proportions measured on
+    the same units: p1 = (both + first_only) / N, p2 = (both + second_only) / N.
+
+    Each proportion gets its Wilson interval (l1, u1), (l2, u2); the two are combined with
+    phi, the correlation of the paired outcomes, so a strong pairing narrows the interval:
+        lo = D - sqrt((p1 - l1)^2 - 2 phi (p1 - l1)(u2 - p2) + (u2 - p2)^2)
+        hi = D + sqrt((u1 - p1)^2 - 2 phi (u1 - p1)(p2 - l2) + (p2 - l2)^2)
+    with phi = (both * neither - first_only * second_only) / sqrt(product of the four margins),
+    that numerator reduced by N / 2 towards 0 when positive (Newcombe's correction; 0 within N / 2)
+    and phi = 0 when a margin is empty. Unlike an interval conditional on the discordant count d,
+    it accounts for d varying from sample to sample: it is not [0, 0] when d = 0, and its bound
+    reaches past the observed difference when all discordant questions go one way."""
+    n = both + first_only + second_only + neither
+    p1, p2 = (both + first_only) / n, (both + second_only) / n
+    l1, u1 = wilson_interval(both + first_only, n, z)
+    l2, u2 = wilson_interval(both + second_only, n, z)
+    margins = (both + first_only) * (second_only + neither) * (both + second_only) * (first_only + neither)
+    num = both * neither - first_only * second_only
+    num = num - n / 2 if num > n / 2 else (0.0 if num >= 0 else num)
+    phi = num / math.sqrt(margins) if margins else 0.0
+    d = p1 - p2
+    lo = d - math.sqrt(max((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2, 0.0))
+    hi = d + math.sqrt(max((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2, 0.0))
+    return (max(-1.0, lo), min(1.0, hi))
+
+
+def paired_difference(correct_a: list, correct_b: list, z: float = 1.96) -> dict:
+    """Accuracy of b minus accuracy of a on the same questions: a 95% interval and the exact McNemar test.
+
+    correct_a, correct_b: 0/1 per question, in the same question order. The interval is Newcombe's
+    hybrid score interval (`newcombe_paired`), whose coverage holds near 0 and 1 (tests/test_stats.py
+    simulates it); p is the exact McNemar p-value (`mcnemar_p`), the test of "any difference" from the
+    discordant questions b_only (b right, a wrong) and a_only. The two answer different questions
+    and can disagree at the edge (an interval just touching 0 with p just under 0.05). Returns n,
+    acc_a, acc_b, diff, ci95 (lo, hi), p, a_only, b_only. Paired because both evaluations see the same
+    questions: per-question noise cancels, so this interval is narrower than two independent Wilson
+    intervals would suggest. Deterministic (no resampling).
     """
     if len(correct_a) != len(correct_b):
         raise ValueError(f"paired_difference needs the same questions: {len(correct_a)} vs {len(correct_b)} results")
@@ -80,16 +125,13 @@ def paired_difference(correct_a: list, correct_b: list, alpha: float = 0.05) -> 
     n = len(a)
     a_only = sum(x == 1 and y == 0 for x, y in zip(a, b))
     b_only = sum(x == 0 and y == 1 for x, y in zip(a, b))
-    d = a_only + b_only
     if n == 0:
-        return {"n": 0, "acc_a": None, "acc_b": None, "diff": None, "ci95": (None, None), "a_only": 0, "b_only": 0}
-    if d == 0:
-        lo = hi = 0.0
-    else:
-        plo, phi = clopper_pearson(b_only, d, alpha)
-        lo, hi = d * (2 * plo - 1) / n, d * (2 * phi - 1) / n
-    return {"n": n, "acc_a": sum(a) / n, "acc_b": sum(b) / n, "diff": (b_only - a_only) / n, "ci95": (lo, hi),
-            "a_only": a_only, "b_only": b_only}
+        return {"n": 0, "acc_a": None, "acc_b": None, "diff": None, "ci95": (None, None), "p": None,
+                "a_only": 0, "b_only": 0}
+    both = sum(x == 1 and y == 1 for x, y in zip(a, b))
+    ci = newcombe_paired(both, b_only, a_only, n - both - a_only - b_only, z)
+    return {"n": n, "acc_a": sum(a) / n, "acc_b": sum(b) / n, "diff": (b_only - a_only) / n, "ci95": ci,
+            "p": mcnemar_p(a_only, b_only), "a_only": a_only, "b_only": b_only}
 
 
 def mean_interval(xs: list[float | None], bounds: tuple[float, float] = (-math.inf, math.inf)) -> dict:
@@ -107,3 +149,26 @@ def mean_interval(xs: list[float | None], bounds: tuple[float, float] = (-math.i
     sd = math.sqrt(sum((x - m) ** 2 for x in v) / (k - 1))
     h = (T975[k - 2] if k - 1 <= len(T975) else 1.96) * sd / math.sqrt(k)
     return {"mean": m, "lo": max(bounds[0], m - h), "hi": min(bounds[1], m + h), "k": k, "of": len(xs)}
+
+
+def bootstrap_ratio(xs: list[float], ys: list[float], reps: int = 2000, seed: int = 0) -> dict:
+    """sum(xs) / sum(ys) of paired numbers (e.g. per-seed times of two arms) with a percentile
+    bootstrap 95% interval: the pairs are resampled with replacement `reps` times (seeded). A zero
+    denominator gives inf. Returns ratio, lo, hi (None with fewer than two pairs), k (pairs)."""
+    import random
+
+    k = len(xs)
+    if k != len(ys):
+        raise ValueError(f"bootstrap_ratio needs paired numbers, got {k} and {len(ys)}")
+
+    def ratio(idx):
+        den = sum(ys[i] for i in idx)
+        return sum(xs[i] for i in idx) / den if den > 0 else math.inf
+
+    if k == 0:
+        return {"ratio": None, "lo": None, "hi": None, "k": 0}
+    if k == 1:
+        return {"ratio": ratio([0]), "lo": None, "hi": None, "k": 1}
+    rng = random.Random(seed)
+    rs = sorted(ratio([rng.randrange(k) for _ in range(k)]) for _ in range(reps))
+    return {"ratio": ratio(range(k)), "lo": rs[int(0.025 * reps)], "hi": rs[min(reps - 1, int(0.975 * reps))], "k": k}

@@ -67,7 +67,9 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
                       temperature: float = 0.9, top_p: float = 1.0, batch_size: int = 64,
                       max_prompt_tokens: int | None = None, do_sample: bool = True,
                       progress: bool = False, fold_adapter: bool | None = None) -> Rollouts:
-    """minipods.rollouts.generate_rollouts, fast. Arguments as there, plus
+    """minipods.rollouts.generate_rollouts, fast. Arguments as there (the same guarantees on
+    batch_size: greedy completions independent of it; sampled ones reproducible for a seed and
+    batch_size, each row drawing one uniform per step in chunk order), plus
 
     fold_adapter: decode with fast.inference.folded_copy (the LoRA adapter folded into a separate
         copy of the weights, refreshed each call). None = on CPU where it applies. It never applies

@@ -119,7 +119,7 @@ def worker_memory(a: dict) -> dict:
     torch.manual_seed(a["seed"])
     model, _ = load_policy(a["model"], dtype=a["dtype"], device=a["device"], lora_r=a["lora_r"],
                            lora_alpha=a["lora_alpha"])
-    d = torch.load(a["rollouts"])
+    d = torch.load(a["rollouts"], weights_only=True)  # tensors and an int
     ro = Rollouts(d["prompt_ids"], d["prompt_mask"], d["completion_ids"], d["completion_mask"], d["group"],
                   [""] * len(d["group"]), d["n"])
     out: dict = {"exact_memory": exact}

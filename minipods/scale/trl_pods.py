@@ -4,17 +4,31 @@ Paper (Xu et al., "Not All Rollouts are Useful", TMLR 2026), Algorithm 1 and Sec
   * inference phase: TRL generates `num_generations` = n rollouts per prompt (transformers `generate`, or vLLM
     in "colocate" / "server" mode) and scores them with the reward functions, exactly as stock GRPO does;
   * down-sampling: per prompt, keep `pods_m` = m of the n rollouts with `minipods.downsample` (`max_variance`,
-    the paper's rule; `max_reward`, `random` are its baselines);
-  * advantages are recomputed within each prompt's *kept* m rollouts (the paper's choice), with TRL's own
-    formula: (r - mean) / (std + 1e-4), std unbiased, `scale_rewards` and `multi_objective_aggregation` honoured.
-    (`scale_rewards="group"`, TRL's default, gives exactly `minipods.grpo.group_advantages` on the kept rewards.)
+    the paper's rule; `max_reward`, `random` are its baselines), applied to the reward the advantages are
+    computed from (`pods_rewards`). Rows that cannot teach anything are not candidates: unscorable rows (no
+    reward function scored them) and, with `mask_truncated_completions=True`, truncated rows (TRL masks all
+    their tokens out of the loss). They are kept only to fill a group with fewer than m other rows, and then
+    they are what they are in the loss: advantage 0, no tokens, no part in their group's mean and std;
+  * advantages are recomputed within each prompt's *kept* m rollouts (the paper's choice), from the same reward
+    the selection used (`kept_advantages`). `sum_then_normalize` (TRL's default): the reward is the weighted sum
+    of the reward functions and the advantage TRL's formula on the kept m, (r - mean) / (std + 1e-4), std
+    unbiased, `scale_rewards` honoured. With `scale_rewards="group"` this equals `minipods.grpo.group_advantages`
+    up to float rounding, except in a kept group whose rewards are all equal: group_advantages returns exact
+    zeros, TRL's formula returns (r - mean) / 1e-4, not 0 when the float32 mean is off by an ulp (eight rewards
+    of 0.1: -7.4e-5 each, as stock TRL gives). `normalize_then_sum`: the reward is TRL's, each function's reward
+    standardised within the prompt's n rollouts, weighted and summed; the advantage is that reward minus its
+    kept group's mean, divided by the std over all kept rows (TRL's last step). With m = n both equal stock TRL
+    (up to float rounding), except that masked truncated rows stay out of their group's mean and std;
   * policy-update phase: the kept rows are the only rows TRL's loss, backward and optimizer step ever see
-    (per process: prompts x m), so the update's memory and time scale with m, not n. TRL's loss is unchanged.
+    (per process: prompts x m). They keep the padded width TRL gave the process's generation batch (the longest
+    prompt and completion among all its n-rollout groups), so the update's memory and time scale with m rows of
+    that width. TRL's loss is unchanged.
 
 Where it hooks in: TRL's `_generate_and_score_completions` returns one dict for the process's generation batch;
 `_prepare_inputs` then shuffles it and splits it into `steps_per_generation` micro-batches. This class takes that
-dict, drops the rows PODS does not keep, replaces `advantages` and `num_items_in_batch` (the token count that
-TRL's default `loss_type="dapo"` divides by), and hands it on. Rewards are gathered from all processes by TRL,
+dict, drops the rows PODS does not keep from every per-row tensor (ids, masks, old / reference / vLLM-sampling
+log-probs, importance-sampling ratios, tool mask), replaces `advantages` and `num_items_in_batch` (the token count
+that TRL's default `loss_type="dapo"` divides by), and hands it on. Rewards are gathered from all processes by TRL,
 so every process runs the same selection on the global batch and keeps its own slice. TRL's batch sizes keep
 their meaning: they count *generated* completions; each micro-batch trains on per_device_train_batch_size * m / n.
 
@@ -40,7 +54,7 @@ import torch
 from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import nanstd
 
-from minipods.downsample import RULES, select_groups
+from minipods.downsample import RULES, downsample
 
 # Row-unaligned multimodal fields (e.g. pixel_values concatenates every image's patches): not down-sampled here.
 _IMAGE_KEYS = ("pixel_values", "image_grid_thw", "pixel_attention_mask", "image_sizes", "num_images")
@@ -62,6 +76,12 @@ class PODSGRPOConfig(GRPOConfig):
         pods_rule (`str`, *optional*, defaults to `"max_variance"`):
             Down-sampling rule of `minipods.downsample`: `"max_variance"` (the paper's: the m rewards with the
             largest variance), `"max_reward"` (the m best), or `"random"` (uniform; seeded by `seed` and the step).
+            The rule sees the reward the advantages are computed from: under `multi_objective_aggregation=
+            "normalize_then_sum"`, TRL's sum of per-function rewards standardised within the prompt's n rollouts.
+            Unscorable rows and, with `mask_truncated_completions=True`, truncated rows (no loss tokens) are not
+            candidates: kept only to fill a group with fewer than m other rows, with advantage 0 and outside their
+            group's mean and std (so with `pods_m = num_generations` they do not shift the baseline, unlike stock
+            TRL's, where they count with their reward).
     """
 
     pods_m: int | None = field(
@@ -76,7 +96,10 @@ class PODSGRPOConfig(GRPOConfig):
         default="max_variance",
         metadata={
             "help": "PODS down-sampling rule: 'max_variance' (the paper's: keep the m rewards with the largest "
-            "variance), 'max_reward' (the m best) or 'random' (uniform, seeded by `seed` and the step)."
+            "variance), 'max_reward' (the m best) or 'random' (uniform, seeded by `seed` and the step). It sees the "
+            "reward the advantages use (normalize_then_sum: the sum of per-function rewards standardised within the "
+            "n). Unscorable rows and, with mask_truncated_completions, truncated rows are not candidates: kept only "
+            "to fill a group with fewer than m others, with advantage 0 and outside the group's mean and std."
         },
     )
 
@@ -105,28 +128,58 @@ def check_pods_config(args, num_processes: int) -> None:
                          f"* pods_m a multiple of num_generations")
 
 
-def kept_advantages(rewards_per_func: torch.Tensor, weights: torch.Tensor, m: int, scale_rewards: str,
-                    aggregation: str) -> torch.Tensor:
-    """(R,) advantages of the kept rows, TRL's formula applied to groups of m instead of n.
+def pods_rewards(rewards_per_func: torch.Tensor, weights: torch.Tensor, n: int, aggregation: str) -> torch.Tensor:
+    """(N,) the reward PODS selects on and computes advantages from; NaN where no function scored the row.
 
-    rewards_per_func: (R, K) rewards of the kept rows, R = prompts * m, each prompt's m rows contiguous;
-    NaN marks a function that did not score a row. weights: (K,) the reward functions' weights.
+    rewards_per_func: (N, K), N = prompts * n, each prompt's n rows contiguous, NaN where a function did not score
+    a row. weights: (K,). `sum_then_normalize`: the weighted sum. `normalize_then_sum`: TRL's aggregate, each
+    function's reward standardised within the prompt's n rows (unbiased std, + 1e-4), then weighted and summed.
     """
-    unscorable = torch.isnan(rewards_per_func).all(1)  # (R,) no function scored the row: no signal
+    unscorable = torch.isnan(rewards_per_func).all(1)
     if aggregation == "sum_then_normalize":
         r = (rewards_per_func * weights).nansum(1)
-        r[unscorable] = torch.nan
-        g = r.view(-1, m)  # (P, m)
-        std = nanstd(r) if scale_rewards == "batch" else nanstd(g, dim=1, keepdim=True)  # unbiased, as TRL
-        adv = g - torch.nanmean(g, dim=1, keepdim=True)
+    elif aggregation == "normalize_then_sum":
+        g = rewards_per_func.view(-1, n, rewards_per_func.shape[1])  # (P, n, K)
+        z = (g - torch.nanmean(g, 1, keepdim=True)) / (nanstd(g, dim=1, keepdim=True) + 1e-4)
+        r = (z.reshape(-1, g.shape[2]) * weights).nansum(1)
+    else:
+        raise ValueError(f"unknown multi_objective_aggregation {aggregation!r}")
+    r[unscorable] = torch.nan
+    return r
+
+
+def select_rows(rewards: torch.Tensor, n: int, m: int, rule: str, generator) -> list[int]:
+    """Global rows (each prompt's m in increasing order) that `rule` keeps from every group of n rewards.
+
+    A NaN reward marks a row that cannot teach anything (unscorable, or truncated and masked): the rule chooses
+    among the other rows of its group; NaN rows fill, in order, the slots of a group with fewer than m others.
+    """
+    r = rewards.double().cpu().numpy()
+    kept = []
+    for start in range(0, r.size, n):
+        rows = np.arange(start, start + n)
+        ok, rest = rows[~np.isnan(r[rows])], rows[np.isnan(r[rows])]
+        pick = ok[downsample(r[ok], m, rule, generator)] if ok.size >= m else np.concatenate([ok, rest[:m - ok.size]])
+        kept.extend(sorted(pick.tolist()))
+    return kept
+
+
+def kept_advantages(rewards: torch.Tensor, m: int, scale_rewards: str, aggregation: str) -> torch.Tensor:
+    """(R,) advantages of the kept rows from their `pods_rewards` (R = prompts * m, each prompt's m contiguous).
+
+    `sum_then_normalize`: TRL's formula on groups of m instead of n, (r - mean) / (std + 1e-4), std unbiased;
+    `scale_rewards` "group" (per group std), "batch" (one std over all kept rows) or "none" (no division).
+    `normalize_then_sum` (the per-function standardisation is already in the reward): minus the kept group's
+    mean, then TRL's last step, (a - mean) / (std + 1e-4) over all kept rows. NaN rewards get advantage 0.
+    """
+    g = rewards.view(-1, m)  # (P, m)
+    adv = g - torch.nanmean(g, dim=1, keepdim=True)
+    if aggregation == "sum_then_normalize":
+        std = nanstd(rewards) if scale_rewards == "batch" else nanstd(g, dim=1, keepdim=True)  # unbiased, as TRL
         if scale_rewards != "none":
             adv = adv / (std + 1e-4)
     elif aggregation == "normalize_then_sum":
-        g = rewards_per_func.view(-1, m, rewards_per_func.shape[1])  # (P, m, K)
-        z = (g - torch.nanmean(g, 1, keepdim=True)) / (nanstd(g, dim=1, keepdim=True) + 1e-4)
-        r = (z.reshape(-1, g.shape[2]) * weights).nansum(1)
-        r[unscorable] = torch.nan
-        adv = (r - torch.nanmean(r)) / (nanstd(r) + 1e-4)
+        adv = (adv - torch.nanmean(adv)) / (nanstd(adv) + 1e-4)
     else:
         raise ValueError(f"unknown multi_objective_aggregation {aggregation!r}")
     return torch.nan_to_num(adv.reshape(-1), nan=0.0)
@@ -136,9 +189,10 @@ class PODSGRPOTrainer(GRPOTrainer):
     """TRL's [`~trl.GRPOTrainer`] with PODS down-sampling between scoring and the update (see the module docstring).
 
     Logs, next to TRL's metrics over all n rollouts (`reward`, `reward_std`, `frac_reward_zero_std`):
-    `pods/kept_reward`, `pods/kept_reward_std` (the rewards the update trains on) and
-    `pods/frac_reward_zero_std_before` / `_after` (fraction of prompts whose n, resp. kept m, rewards are all
-    equal: no GRPO signal). The completions table (`log_completions`) shows NaN advantages for dropped rows.
+    `pods/kept_reward`, `pods/kept_reward_std` (weighted reward sum, TRL's `reward`, over the kept rows the update
+    learns from: kept unscorable or masked truncated rows left out) and `pods/frac_reward_zero_std_before` /
+    `_after` (fraction of prompts whose n, resp. kept m, rewards selected on are all equal among the rows that can
+    teach: no GRPO signal). The completions table (`log_completions`) shows NaN advantages for dropped rows.
     """
 
     def __init__(self, model, reward_funcs=None, args: PODSGRPOConfig | None = None, **kwargs):
@@ -165,21 +219,23 @@ class PODSGRPOTrainer(GRPOTrainer):
             raise NotImplementedError("PODSGRPOTrainer does not down-sample image inputs (pixel_values)")
         n, m, device = self.num_generations, self.args.pods_m, rewards_per_func.device
         weights = self.reward_weights.to(device)
-        rewards = (rewards_per_func * weights).nansum(1)  # (N,) N = P * n over all processes
-        rewards[torch.isnan(rewards_per_func).all(1)] = torch.nan
-        # An unscorable rollout (NaN) takes its group's mean for selection: it adds no variance, so max_variance
-        # keeps it last. (Its advantage is 0 either way, as in TRL.)
-        groups = rewards.view(-1, n)  # (P, n)
-        groups = torch.where(torch.isnan(groups), torch.nanmean(groups, 1, keepdim=True).nan_to_num(0.0), groups)
+        rewards_per_func = rewards_per_func.clone()  # (N, K), N = P * n over all processes
+        if self.mask_truncated_completions:  # TRL zeroed exactly the truncated rows' completion_mask
+            truncated = self.accelerator.gather(out["completion_mask"].sum(1)) == 0  # (N,)
+            rewards_per_func[truncated.to(device)] = torch.nan  # no loss tokens: as unscorable
+        rewards = pods_rewards(rewards_per_func, weights, n, self.multi_objective_aggregation)  # (N,)
         # Same seed on every process (they all select on the same global batch); fresh per generation.
         gen = np.random.default_rng([self.args.seed, self._step])
-        kept = select_groups(groups.reshape(-1).double().cpu().numpy(), n, m, self.args.pods_rule, generator=gen)
-        rows = torch.tensor(kept, device=device)  # (P*m,) global rows, each prompt's m in increasing order
-        adv = kept_advantages(rewards_per_func[rows], weights, m, self.scale_rewards,
-                              self.multi_objective_aggregation)  # (P*m,)
+        rows = torch.tensor(select_rows(rewards, n, m, self.args.pods_rule, gen), device=device)  # (P*m,)
+        adv = kept_advantages(rewards[rows], m, self.scale_rewards, self.multi_objective_aggregation)  # (P*m,)
+        new = self._pods_keep_local(out, rows, adv)
+        raw = pods_rewards(rewards_per_func, weights, n, "sum_then_normalize")  # TRL's logged `reward`, scale
+        self._pods_log(raw, rewards.view(-1, n), rows, adv)
+        return new
 
-        # This process generated global rows [start, start + B); keep its kept rows, in order.
-        B = out["prompt_ids"].shape[0]
+    def _pods_keep_local(self, out: dict, rows: torch.Tensor, adv: torch.Tensor) -> dict:
+        """This process's kept rows of every per-row entry of `out`, in order, with the kept advantages."""
+        B = out["prompt_ids"].shape[0]  # this process generated global rows [start, start + B)
         start = self.accelerator.process_index * B
         mine = (rows >= start) & (rows < start + B)
         local = (rows[mine] - start).to(out["prompt_ids"].device)  # (B*m/n,)
@@ -193,22 +249,30 @@ class PODSGRPOTrainer(GRPOTrainer):
         new["advantages"] = adv[mine].to(out["advantages"].device)
         loss_mask = new["completion_mask"] if "tool_mask" not in new else new["completion_mask"] * new["tool_mask"]
         new["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()  # kept tokens, all processes
+        return new
 
-        # Metrics (TRL's are over all n rollouts) and the completions table's advantages.
-        def frac_all_equal(g):  # (P, k) -> fraction of prompts whose k rewards are all equal (no GRPO signal)
+    def _pods_log(self, raw: torch.Tensor, groups: torch.Tensor, rows: torch.Tensor, adv: torch.Tensor) -> None:
+        """Metrics (TRL's are over all n rollouts) and the completions table's advantages (NaN: dropped rows).
+
+        raw: (N,) weighted reward sum, NaN for rows that cannot teach; groups: (P, n) the rewards selected on.
+        """
+        m = self.args.pods_m
+        # A NaN row counts as its group's mean: "all equal" means no GRPO signal among the rows that can teach.
+        groups = torch.where(torch.isnan(groups), torch.nanmean(groups, 1, keepdim=True).nan_to_num(0.0), groups)
+
+        def frac_all_equal(g):  # (P, k) -> fraction of prompts whose k rewards are all equal
             return (g.amax(1) == g.amin(1)).float().mean().item()
 
         metrics = self._metrics["train"]
-        metrics["pods/kept_reward"].append(torch.nanmean(rewards[rows]).item())
-        metrics["pods/kept_reward_std"].append(nanstd(rewards[rows]).item())
+        metrics["pods/kept_reward"].append(torch.nanmean(raw[rows]).item())
+        metrics["pods/kept_reward_std"].append(nanstd(raw[rows]).item())
         metrics["pods/frac_reward_zero_std_before"].append(frac_all_equal(groups))
         metrics["pods/frac_reward_zero_std_after"].append(frac_all_equal(groups.reshape(-1)[rows].view(-1, m)))
-        logged = torch.full_like(rewards, float("nan"))
+        logged = torch.full_like(raw, float("nan"))
         logged[rows] = adv
         for _ in range(len(logged)):  # TRL appended all N advantages last; replace them
             self._logs["advantages"].pop()
         self._logs["advantages"].extend(logged.tolist())
-        return new
 
 
 # ---------------------------------------------------------------- CLI: GSM8K on TRL
