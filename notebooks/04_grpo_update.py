@@ -219,7 +219,7 @@ for name, (loss_v, w) in variants.items():
     d_lp = torch.autograd.grad(loss_v, lp, retain_graph=True)[0]        # d loss / d log p(o_i,t)
     assert torch.allclose(d_lp, -w[:, None] * mask, atol=1e-7)           # the table's weights, exactly
     g = torch.autograd.grad(loss_v, params, retain_graph=True, allow_unused=True)
-    grads[name] = torch.cat([(x if x is not None else torch.zeros_like(p)).flatten() for x, p in zip(g, params)])
+    grads[name] = torch.cat([(x if x is not None else torch.zeros_like(p)).flatten() for x, p in zip(g, params)]).double()
     print(f"{name:30s} loss {float(loss_v.detach()):+.5f} | LoRA gradient norm {float(grads[name].norm()):.3e}")
 names = list(grads)
 for a_, b_ in [(0, 1), (0, 2), (1, 2)]:

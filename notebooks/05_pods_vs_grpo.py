@@ -132,8 +132,8 @@ ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0)); plt.tight_l
 # like the training reward (the number in the last `<answer>` block, else after `####`, else the last
 # number); **strict** accuracy counts an answer only inside one well-formed `<answer>` block. A gap
 # between them is formatting, not arithmetic. Each accuracy carries its 95% Wilson interval; the two
-# arms' final evaluations are compared question by question (`minipods.analysis.stats.paired_difference`,
-# an exact McNemar interval), lenient and strict.
+# arms' final evaluations are compared question by question (`minipods.analysis.stats.paired_difference`:
+# Newcombe's paired 95% interval and the exact McNemar p-value), lenient and strict.
 
 # %%
 from minipods.analysis import results
@@ -178,7 +178,8 @@ for key, what in (("correct", "lenient"), ("strict", "strict")):
 
 def verdict(p, what):
     lo, hi = p["ci95"]
-    ci = f"{100 * p['diff']:+.1f} points, 95% CI [{100 * lo:+.1f}, {100 * hi:+.1f}], {p['n']} questions"
+    p_val = f", McNemar p = {p['p']:.2f}" if p.get("p") is not None else ""
+    ci = f"{100 * p['diff']:+.1f} points, 95% CI [{100 * lo:+.1f}, {100 * hi:+.1f}]{p_val}, {p['n']} questions"
     if lo > 0:
         return f"{what}: PODS ahead of GRPO at the final evaluation ({ci})"
     if hi < 0:
@@ -270,7 +271,9 @@ if G_n <= G_m:
 #
 # and prices a step with $P$ prompts: GRPO $(m, m)$ costs $\text{rollout}(Pm) + \text{update}(Pm)$, GRPO on
 # all $n$ costs $\text{rollout}(Pn) + \text{update}(Pn)$, PODS $(n \to m)$ costs
-# $\text{rollout}(Pn) + \text{update}(Pm)$. Each point is one timing, so the fit's $R^2$ is printed with it.
+# $\text{rollout}(Pn) + \text{update}(Pm)$. One timing on a shared CPU can be far off, so the whole
+# measurement runs `CM_REPEATS` times: the lines are fitted to each point's fastest timing (the least
+# disturbed), and every repeat's own fit is kept to show how far the conclusions below move with the noise.
 
 # %%
 from minipods.measure import costmodel
@@ -286,15 +289,29 @@ else:  # the settings of the comparison above (the --small preset): SmolLM2, LoR
     cm_cfg = BenchConfig(n=16, max_new_tokens=cfgs[GRPO]["max_new_tokens"], m_values=[2, 4, 8], micro_batch_size=4)
 ctx = Context(model=cm_model, tok=cm_tok, device="cpu",
               prompt=build_prompt(cm_tok, synthetic_problems(1, seed=0)[0]["question"]))
+CM_REPEATS = 3
 t4 = time.perf_counter()
-cm_res = costmodel.part_costmodel(ctx, cm_cfg)
-cm = costmodel.CostModel(costmodel.Line(**cm_res["rollout_fit"]), costmodel.Line(**cm_res["update_fit"]))
-print(f"measured in {time.perf_counter() - t4:.0f} s")
-for pt in cm_res["rollout_points"]:
-    print(f"  rollout: one generate of {pt['sequences']:2d} sequences  {pt['seconds']:7.3f} s")
-for pt in cm_res["update_points"]:
-    print(f"  update on {pt['sequences']:2d} kept sequences          {pt['seconds']:7.3f} s")
-print(f"  fit: rollout(k) = {cm.rollout.a:.3f} + {cm.rollout.b:.4f} k s (R² {cm.rollout.r2:.3f}); "
+cm_runs = [costmodel.part_costmodel(ctx, cm_cfg) for _ in range(CM_REPEATS)]
+print(f"measured {CM_REPEATS} times in {time.perf_counter() - t4:.0f} s")
+
+
+def timings_by_size(key):
+    """{sequences: [seconds of each repeat]} of the rollout or update points."""
+    pts = {}
+    for res_ in cm_runs:
+        for pt in res_[key]:
+            pts.setdefault(pt["sequences"], []).append(pt["seconds"])
+    return pts
+
+
+roll_t, upd_t = timings_by_size("rollout_points"), timings_by_size("update_points")
+for label, pts in (("rollout, one generate of", roll_t), ("update on the kept", upd_t)):
+    for k_, ts in pts.items():
+        print(f"  {label:25s} {k_:2d} sequences: fastest {min(ts):7.3f} s, median {np.median(ts):7.3f} s, slowest {max(ts):7.3f} s")
+cm = costmodel.CostModel(costmodel.fit_line(list(roll_t), [min(v) for v in roll_t.values()]),
+                         costmodel.fit_line(list(upd_t), [min(v) for v in upd_t.values()]))
+cm_each = [costmodel.CostModel(costmodel.Line(**r_["rollout_fit"]), costmodel.Line(**r_["update_fit"])) for r_ in cm_runs]
+print(f"  fit to the fastest: rollout(k) = {cm.rollout.a:.3f} + {cm.rollout.b:.4f} k s (R² {cm.rollout.r2:.3f}); "
       f"update(k) = {cm.update.a:.3f} + {cm.update.b:.4f} k s (R² {cm.update.r2:.3f})")
 
 # the comparison above, priced by the model, next to what its arms measured
@@ -359,6 +376,8 @@ paper_curve = [paper_model(0.0).break_even(int(r * m_p), m_p)["break_even_gain"]
 assert np.allclose(paper_curve, [paper_model(1.0).break_even(int(r * m_p), m_p)["break_even_gain"] for r in ratios])
 assert abs(paper_curve[3] - T_p / T_g) < 1e-9 and abs(paper["break_even_gain"] - T_p / T_g) < 1e-9
 here_curve = [cm.break_even(int(r * m5), m5, prompts=P5)["break_even_gain"] for r in ratios]
+here_curves = [[c.break_even(int(r * m5), m5, prompts=P5)["break_even_gain"] for r in ratios] for c in cm_each]
+be4_all = [here_curve[3]] + [c_[3] for c_ in here_curves]   # at n/m = 4: the fit to the fastest, and each repeat's
 slope_here, slope_paper = here_curve[1] - here_curve[0], paper_curve[1] - paper_curve[0]
 paper_gain = costmodel.implied_gain(2.0, T_p, T_g)
 
@@ -370,10 +389,15 @@ print(f"paper L40S: break-even gain {paper['break_even_gain']:.3f} at n/m = {n_p
 print(f"here (P={P5}, m={m5}): break-even gain {here_cmp:.3f} at the comparison's n/m = {n_over_m:g}, "
       f"{here_4['break_even_gain']:.3f} at n/m = 4; slope {slope_here:.3f} per unit of n/m; "
       f"update share of a GRPO step {upd_share_here:.2f}")
-cheaper = "cheaper" if slope_here < slope_paper else "dearer"
+print(f"here, at n/m = 4, over the {CM_REPEATS} repeats' own fits: break-even gain {min(be4_all):.3f} to {max(be4_all):.3f}")
+if min(be4_all) <= paper["break_even_gain"] <= max(be4_all):
+    cheaper = "neither clearly cheaper nor dearer"
+else:
+    cheaper = "cheaper" if slope_here < slope_paper else "dearer"
 verdict_cost = (f"extra rollouts are {cheaper} here than on the paper's L40S, as a share of a step "
-                f"(slope {slope_here:.3f} vs {slope_paper:.3f}): at n/m = 4 PODS must be worth "
-                f"{here_4['break_even_gain']:.2f} GRPO steps here vs {paper['break_even_gain']:.2f} there")
+                f"(slope {slope_here:.3f} vs {slope_paper:.3f}; at n/m = 4 PODS must be worth "
+                f"{here_4['break_even_gain']:.2f} GRPO steps here, {min(be4_all):.2f}-{max(be4_all):.2f} over the "
+                f"repeated timings, vs {paper['break_even_gain']:.2f} there)")
 verdict_pays = (f"with the per-step gain the paper's ~2x implies ({paper_gain:.2f}), PODS at n/m = 4 "
                 + (f"would pay here too (speed-up {here_4['speedup']:.2f}x; it would keep paying up to "
                    f"n = {here_4['n_max']:.0f} at m = {m5})" if here_4["pays"] else "would not pay here"))
@@ -381,14 +405,19 @@ print(verdict_cost); print(verdict_pays)
 assert abs(here_cmp - pred["pods"] / pred["grpo"]) < 1e-9
 
 fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 3.9))
-gx = [g["sequences"] for g in cm_res["rollout_points"]]; ux = [u["sequences"] for u in cm_res["update_points"]]
-a1.plot(gx, [g["seconds"] for g in cm_res["rollout_points"]], "o", color="tab:blue", label="rollout (generated)")
-a1.plot(ux, [u["seconds"] for u in cm_res["update_points"]], "s", color="tab:orange", label="update (kept)")
+gx, ux = list(roll_t), list(upd_t)
+for rep_i in range(CM_REPEATS):  # every timing; the fastest of each size carries the fit
+    a1.plot(gx, [roll_t[k_][rep_i] for k_ in gx], "o", color="tab:blue", alpha=0.35, ms=4)
+    a1.plot(ux, [upd_t[k_][rep_i] for k_ in ux], "s", color="tab:orange", alpha=0.35, ms=4)
+a1.plot(gx, [min(roll_t[k_]) for k_ in gx], "o", color="tab:blue", label=f"rollout (generated): fastest of {CM_REPEATS} (faint: each)")
+a1.plot(ux, [min(upd_t[k_]) for k_ in ux], "s", color="tab:orange", label=f"update (kept): fastest of {CM_REPEATS} (faint: each)")
 xs = np.linspace(0, max(gx + ux), 50)
 a1.plot(xs, [cm.rollout(x) for x in xs], "-", color="tab:blue", alpha=0.6)
 a1.plot(xs, [cm.update(x) for x in xs], "-", color="tab:orange", alpha=0.6)
 a1.set_xlabel("sequences"); a1.set_ylabel("seconds"); a1.legend(fontsize=8, loc="best"); a1.set_title("the two phases, measured here")
 a2.plot(ratios, here_curve, "o-", label=f"here: cost model (P={P5}, m={m5})")
+a2.fill_between(ratios, np.min(here_curves, axis=0), np.max(here_curves, axis=0), color="tab:blue", alpha=0.15,
+                lw=0, label=f"here: range over the {CM_REPEATS} repeats' fits")
 a2.plot(ratios, paper_curve, "s-", color="tab:red", label="paper L40S: line from its two step times")
 a2.plot([n_p / m_p], [paper["break_even_gain"]], "*", ms=14, color="tab:red", label=f"paper: {T_p} s / {T_g} s")
 a2.errorbar([n_over_m], [np.median(step_ratios)], yerr=[[np.median(step_ratios) - min(step_ratios)],
