@@ -400,6 +400,9 @@ for m8 in MS8:
               + ("max-variance keeps more of the direction than a random draw" if mv > rd else
                  "max-variance does NOT beat a random draw here"))
         assert mv > rd  # the card's claim, on every non-silent pool set this run drew
+        nr = res["m"][m8]["max_variance"]["norm_ratio_mean"]
+        print(f"        max_variance's gradient norm / the full pool's: {nr:.2f}")
+        assert nr > 1  # the text below: a balanced kept group's gradient is larger than the full pool's
 # %% [markdown]
 # How to read it. The three rules keep the same *number* of rollouts but not the same signal. Max-reward
 # keeps the top $m$: when fewer than $m$ answers are correct it keeps all of them plus wrong ones (much like
