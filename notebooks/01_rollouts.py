@@ -197,21 +197,22 @@ for label, kw in [("greedy", dict(do_sample=False)), ("T=0.5", dict(temperature=
 # $B$ until the hardware becomes compute-bound. On a GPU that happens late (the paper generates 64
 # rollouts per prompt in parallel); a 2-core CPU has less compute to spare, so the gain flattens sooner.
 # We time $B$ copies of one prompt for a fixed number of new tokens. One timing on a shared CPU is noisy
-# (other jobs, the first call's overheads), so each $B$ runs `REPEATS` times: we plot the fastest and
-# print the median beside it. The cell then prints what $B$ sequences cost relative to one.
+# (other jobs, the first call's overheads), so each $B$ runs `REPEATS` times, in rounds over all $B$: we
+# plot the fastest and print the median beside it. The cell then prints what $B$ sequences cost relative to one.
 
 # %%
 batch_sizes = [1, 2, 4] if SMALL else [1, 2, 4, 8, 16]
 new_tokens = 12 if SMALL else 48
 REPEATS = 3
 generate_rollouts(model, tok, prompts[:1], 1, max_new_tokens=4)  # warm-up (first-call overheads)
-bench = []
-for B in batch_sizes:
-    runs_B = []
-    for _ in range(REPEATS):
+runs_by_B = {B: [] for B in batch_sizes}
+for _ in range(REPEATS):  # in rounds over all B: a slow spell on a shared CPU then hits every B, not one
+    for B in batch_sizes:
         torch.manual_seed(0)  # the same tokens every repeat: only the timing varies
         r = generate_rollouts(model, tok, prompts[:1], B, max_new_tokens=new_tokens, batch_size=B)
-        runs_B.append((r.seconds, r.num_tokens))
+        runs_by_B[B].append((r.seconds, r.num_tokens))
+bench = []
+for B, runs_B in runs_by_B.items():
     fastest = min(runs_B)
     bench.append((B, fastest[0], fastest[1] / fastest[0], float(np.median([t for t, _ in runs_B]))))
     print(f"B={B:2d}: {fastest[0]:6.2f} s per generate call (fastest of {REPEATS}; median {bench[-1][3]:.2f} s), "

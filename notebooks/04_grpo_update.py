@@ -293,8 +293,9 @@ else:
 # it is compared with); training's default, `minipods.fast.update.shared_logprobs`, runs each distinct
 # prompt once and holds less.
 #
-# Timing on a shared CPU is noisy, so each $m$ is timed `REPEATS` times (without the memory hooks) and we
-# print the minimum and the median; the line is fitted to the minima.
+# Timing on a shared CPU is noisy, so each $m$ is timed `REPEATS` times (without the memory hooks), in
+# rounds over all $m$ so that a slow spell lands on every $m$ rather than on one; we print the minimum
+# and the median, and fit the line to the minima.
 #
 # Activations grow linearly with the batch (sequences × padded length). `grpo_update` runs forward and
 # backward one micro-batch at a time (gradient accumulation), so only one micro-batch's activations are
@@ -312,17 +313,19 @@ grpo_update(model, opt_t, ro.select([0]), torch.randn(1), micro_batch_size=micro
 from minipods.measure.common import fit_linear
 
 REPEATS = 2 if SMALL else 3
+batches = {k: ro.select([i % micro for i in range(k)]) for k in ms}  # the same `micro` rollouts repeated: only m changes
+times = {k: [] for k in ms}
+for _ in range(REPEATS):  # in rounds over all m: a slow spell on a shared CPU then hits every m, not one
+    for k, b in batches.items():
+        t = time.perf_counter()
+        grpo_update(model, opt_t, b, torch.randn(k), micro_batch_size=micro)
+        times[k].append(time.perf_counter() - t)
 cost = []
-for k in ms:
-    b = ro.select([i % micro for i in range(k)])  # the same `micro` rollouts repeated: only m changes
+for k, b in batches.items():
     act_all = peak_saved_bytes(model, lambda: token_logprobs(model, b.prompt_ids, b.prompt_mask, b.completion_ids,
                                                              b.completion_mask)) / 2**20
     act_upd = peak_saved_bytes(model, lambda: grpo_update(model, opt_t, b, torch.randn(k), micro_batch_size=micro)) / 2**20
-    ts = []
-    for _ in range(REPEATS):
-        t = time.perf_counter()
-        grpo_update(model, opt_t, b, torch.randn(k), micro_batch_size=micro)
-        ts.append(time.perf_counter() - t)
+    ts = times[k]
     cost.append(dict(m=k, t_min=min(ts), t_med=float(np.median(ts)), act_all=act_all, act_upd=act_upd))
     print(f"m={k:2d}: update min {min(ts):5.2f} s, median {np.median(ts):5.2f} s of {REPEATS} | activations held at once: "
           f"one forward over all m {act_all:7.1f} MB, grpo_update (micro-batch {micro}) {act_upd:7.1f} MB")
