@@ -11,7 +11,7 @@
 #
 # **Question.** How is a rollout scored, and when does a group of rollouts carry no learning signal?
 #
-# **Time here** (2-core CPU, idle, 2 threads): full mode 91 s (measured: the committed outputs' `make notebooks` run); small mode 30–60 s (estimate).
+# **Time here**: a minute or two in full mode on a 2-core CPU, under a minute in small mode; the last cell prints this run's total.
 #
 # PODS trains with GRPO on **verifiable rewards**: a rule checks each rollout, with no learned reward
 # model (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026). `minipods.rewards` scores a completion as
@@ -123,7 +123,9 @@ for name, text, want in fmt_cases:
 # Now the real thing: $n$ rollouts of SmolLM2-135M-Instruct for a few GSM8K questions, scored with
 # `score_completions`. A 135M model solves very few GSM8K problems, so most groups are all wrong. The
 # package's synthetic word problems (`data.synthetic_problems`, one arithmetic step each; not part of
-# the paper) are easy enough to give mixed groups more often; we score both.
+# the paper) are easier, so mixed groups are likelier; we score both. The second cell below counts, for
+# this run, how many rollouts were right and how many earned any format reward: with a model this small
+# both can be rare, and then the scatter is mostly points at 0.
 
 # %%
 from minipods.model import load_policy
@@ -150,16 +152,23 @@ for i in range(min(n, 3)):
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.5), sharey=True)
+fires = {}
 for ax, (name, (ro_, sc_)) in zip(axes, scored.items()):
     r = torch.tensor(sc_["reward"]).view(P, n)
     for g in range(P):
         ax.scatter(np.full(n, g) + np.random.default_rng(g).uniform(-0.15, 0.15, n), r[g], alpha=0.7)
     zero = int((r.max(1).values == r.min(1).values).sum())
-    ax.set_title(f"{name}: {zero}/{P} groups with zero reward variance")
-    ax.set_xlabel("question (group)"); ax.set_xticks(range(P))
+    fires[name] = (int(sum(c > 0 for c in sc_["correct"])), int(sum(f > 0 for f in sc_["format"])), P * n)
+    ax.set_title(f"{name}: {zero}/{P} groups with zero reward variance\n"
+                 f"{fires[name][0]}/{P * n} correct, {fires[name][1]}/{P * n} with a format reward")
+    ax.set_xlabel("question (group)"); ax.set_xticks(range(P)); ax.set_ylim(-0.1, 1.2); ax.grid(alpha=0.3)
     print(f"{name:9s} rewards per group:", [[round(v, 3) for v in row] for row in r.tolist()])
 axes[0].set_ylabel("reward (correct + format)")
 plt.tight_layout(); plt.show()
+for name, (k_right, k_fmt, total) in fires.items():
+    print(f"{name:9s}: {k_right}/{total} rollouts correct, {k_fmt}/{total} earned a format reward"
+          + (" -- the format term never fired on these real rollouts; sections 3 and 5 show it on written examples"
+             if k_fmt == 0 else ""))
 
 # %% [markdown]
 # ## 5. Zero-variance groups carry no GRPO signal
@@ -170,10 +179,17 @@ plt.tight_layout(); plt.show()
 # $$A_i = \frac{r_i - \bar r}{\operatorname{std}(r) + \varepsilon},\qquad
 # \nabla_\theta \mathcal L = -\frac{1}{N}\sum_i A_i \sum_t \nabla_\theta \log \pi_\theta(o_{i,t}\mid q, o_{i,<t})$$
 #
-# (at the first gradient step, where the importance ratio is 1; $N$ = number of tokens). If all $r_i$ are
-# equal, every $A_i = 0$ and the prompt contributes **exactly zero gradient** — its rollouts cost
-# generation time and teach nothing. `grpo.group_advantages` returns exact zeros for such groups (never
-# NaN).
+# (at the first gradient step, where the importance ratio is 1; $N$ = number of tokens). $\operatorname{std}$
+# is the **sample** standard deviation (divisor $n-1$, `torch.std`'s default, as in DeepSeekMath's and
+# TRL's code), not `np.std`'s population one (divisor $n$): for rewards $[1, 0, 0, 0]$ the correct
+# rollout's advantage is $0.75/0.5 = 1.5$, not $0.75/0.433 = 1.73$ (the cell checks both).
+#
+# If all $r_i$ are equal, every $A_i = 0$ and the prompt's **policy-gradient term is exactly zero** — its
+# rollouts cost generation time and teach nothing. `grpo.group_advantages` returns exact zeros for such
+# groups (never NaN). With a KL penalty ($\beta > 0$; minipods and the paper's Qwen runs use $\beta = 0$)
+# the loss keeps a term $\beta \cdot \mathrm{KL}(\pi_\theta \,\|\, \pi_{\text{ref}})$ that has a gradient of its own
+# once the policy has moved away from the reference: such a group then only pulls the policy back
+# towards the reference.
 
 # %%
 from minipods.grpo import group_advantages, grpo_loss
@@ -192,6 +208,20 @@ for adv in (torch.zeros(4), torch.tensor([1.5, -0.5, -0.5, -0.5])):
     loss.backward()
     assert torch.allclose(logp.grad, -adv[:, None].expand(4, 6) / mask.sum())
     print("advantages", adv.tolist(), "-> d loss / d logp (row means):", [round(v, 4) for v in logp.grad.mean(1).tolist()])
+
+# the sample std: [1, 0, 0, 0]
+a = group_advantages(torch.tensor([1.0, 0.0, 0.0, 0.0]), torch.zeros(4, dtype=torch.long))
+a_pop = (1.0 - 0.25) / np.std([1.0, 0.0, 0.0, 0.0])
+print(f"rewards [1, 0, 0, 0]: advantage of the 1 = {float(a[0]):.3f} (sample std, minipods) vs {a_pop:.3f} (np.std)")
+assert abs(float(a[0]) - 1.5) < 1e-3 and abs(a_pop - 3 ** 0.5) < 1e-9
+
+# beta > 0: an all-equal group (zero advantages) still gets the KL term's gradient once logp != ref_logp
+logp.grad = None
+ref = logp.detach() + 0.1 * torch.randn(4, 6)   # a policy that has moved away from the reference
+loss, _ = grpo_loss(logp, logp.detach(), torch.zeros(4), mask, num_tokens=int(mask.sum()), beta=0.04, ref_logp=ref)
+loss.backward()
+print(f"zero advantages, beta = 0.04: |d loss / d logp| max = {float(logp.grad.abs().max()):.2e} (only the KL term)")
+assert float(logp.grad.abs().max()) > 0
 
 # %% [markdown]
 # ### How often is a group uninformative?
@@ -218,20 +248,22 @@ for nn in (4, 16, 64):
         mc = np.mean(sims.all(1) | (~sims).all(1))
         assert abs(mc - (p ** nn + (1 - p) ** nn)) < 0.02, (nn, p, mc)
 ax.set_xlabel("per-question success probability p"); ax.set_ylabel("P[all n rewards equal]")
-ax.set_title("zero-variance groups become rare as n grows"); ax.legend(); plt.show()
+ax.set_title("zero-variance groups become rare as n grows"); ax.legend(loc="best"); plt.show()
 for p in (0.02, 0.2):
     print(f"p = {p}: P[zero variance] = " + ", ".join(f"{(p ** k + (1 - p) ** k):.3f} (n={k})" for k in (4, 16, 64)))
 
 # %% [markdown]
-# **Takeaways.** Rewards are rule-based and lenient about where the number is; the format term adds a
-# small, graded signal. A group's rewards only matter through their differences: equal rewards mean
-# zero advantages and zero gradient. Generating more rollouts per prompt makes informative groups
-# likelier — the inference-side half of PODS.
+# **Takeaways.** Rewards are rule-based and lenient about where the number is; the format term is a
+# small, graded bonus (section 3) — whether it fires on real rollouts depends on the model (section 4
+# prints how often it did here). A group's rewards only matter through their differences: equal rewards
+# mean zero advantages and no policy-gradient signal (with $\beta > 0$ only the KL pull remains).
+# Generating more rollouts per prompt makes informative groups likelier — the inference-side half of PODS.
 #
 # **On a card.**
 #
 # * Reward = 1 if the extracted number equals the gold, + 0.025 per well-placed tag (max 0.1).
-# * Only differences within a group matter: equal rewards → zero advantages → zero gradient.
+# * Only differences within a group matter: equal rewards → zero advantages → no policy-gradient signal (β > 0 leaves the KL pull).
+# * Advantages divide by the sample std (n − 1): [1, 0, 0, 0] → 1.5 for the right answer, not np.std's 1.73.
 # * P(group of n silent) = p^n + (1−p)^n: more rollouts per prompt, fewer silent groups.
 
 # %%

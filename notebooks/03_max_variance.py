@@ -11,7 +11,7 @@
 #
 # **Question.** Which m of the n rollouts should the update keep, how is the max-variance subset found fast, and how much of the full-n gradient does each rule keep?
 #
-# **Time here** (2-core CPU, idle, 2 threads): full mode 201 s (measured: the committed outputs' `make notebooks` run); small mode ≈ 40 s (measured: 37 s on the shared 2-core CPU).
+# **Time here**: a few minutes in full mode on a 2-core CPU, under a minute or two in small mode; the last cell prints this run's total.
 #
 # PODS keeps $m$ of the $n$ rollouts of each prompt for the update. The paper's rule
 # (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026, Sec. 3) keeps the subset whose rewards have the **largest variance**: GRPO
@@ -205,35 +205,52 @@ print("n=8, m=4, a = 0..8 ones -> ones kept:", ones_kept)
 # ## 6. Selection time grows like $n \log n$
 #
 # Timing `max_variance` with $m = n/4$ for growing $n$ (left), and brute force for small $n$ (right).
-# Below $n \approx 10^3$ fixed Python overheads dominate; above, the curve follows $n \log n$ (with some
-# extra cost per element once the arrays outgrow the CPU caches).
+# Timings on a shared CPU are noisy: each point is the fastest of a few repeats (the median is printed
+# beside it). The cost per $n\log_2 n$ shows the shape: large for small $n$, where fixed Python and
+# numpy call overheads dominate, then roughly flat once the sort dominates (rising a little when the
+# arrays outgrow the CPU caches). The cell prints that constant for every $n$ and extrapolates to a
+# million rollouts.
 
 # %%
-def best_time(fn, repeat=5):
+def timings(fn, repeat=5):
+    """(fastest, median) seconds of `repeat` calls."""
     ts = []
     for _ in range(repeat):
         t = time.perf_counter(); fn(); ts.append(time.perf_counter() - t)
-    return min(ts)
+    return min(ts), float(np.median(ts))
 
 ns = [2 ** k for k in range(6, 17 if SMALL else 21)]
-fast = []
+fast, fast_med = [], []
 for nn in ns:
     r = rng.random(nn)
-    fast.append(best_time(lambda: max_variance(r, nn // 4), repeat=3 if nn > 2 ** 16 else 5))
+    t_min, t_med = timings(lambda: max_variance(r, nn // 4), repeat=3 if nn > 2 ** 16 else 5)
+    fast.append(t_min); fast_med.append(t_med)
 bf_ns = list(range(6, 15 if SMALL else 19, 2))
-bf = [best_time(lambda: brute_force(rng.random(k), k // 2), repeat=2) for k in bf_ns]
-bf_fast = [best_time(lambda: max_variance(rng.random(k), k // 2)) for k in bf_ns]
+bf = [timings(lambda: brute_force(rng.random(k), k // 2), repeat=2)[0] for k in bf_ns]
+bf_fast = [timings(lambda: max_variance(rng.random(k), k // 2))[0] for k in bf_ns]
 
 fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8))
-a1.loglog(ns, fast, "o-", label="max_variance (m = n/4)")
+a1.loglog(ns, fast, "o-", label="max_variance (m = n/4), fastest")
+a1.loglog(ns, fast_med, "x", color="grey", label="median of the repeats")
 ref = np.array(ns) * np.log2(ns)
 a1.loglog(ns, fast[-1] * ref / ref[-1], "--", color="grey", label=r"$\propto n \log n$")
-a1.set_xlabel("n"); a1.set_ylabel("seconds"); a1.legend(); a1.set_title("sort + prefix sums")
+a1.set_xlabel("n"); a1.set_ylabel("seconds"); a1.legend(loc="best"); a1.set_title("sort + prefix sums")
 a2.semilogy(bf_ns, bf, "o-", color="tab:red", label=r"brute force over $\binom{n}{n/2}$")
 a2.semilogy(bf_ns, bf_fast, "o-", label="max_variance")
-a2.set_xlabel("n"); a2.set_ylabel("seconds"); a2.legend(); a2.set_title("brute force explodes")
+a2.set_xlabel("n"); a2.set_ylabel("seconds"); a2.legend(loc="best"); a2.set_title("brute force explodes")
 plt.tight_layout(); plt.show()
-print("t / (n log2 n) in ns:", [f"{1e9 * t / (k * math.log2(k)):.1f}" for k, t in zip(ns, fast)])
+per = [1e9 * t / (k * math.log2(k)) for k, t in zip(ns, fast)]
+print("n:                 ", [f"2^{int(math.log2(k))}" for k in ns])
+print("fastest, ms:       ", [f"{1e3 * t:.3f}" for t in fast])
+print("median, ms:        ", [f"{1e3 * t:.3f}" for t in fast_med])
+print("t / (n log2 n), ns:", [f"{c:.1f}" for c in per])
+t_million = per[-1] * 1e-9 * 1e6 * math.log2(1e6)
+print(f"at the largest n = 2^{int(math.log2(ns[-1]))}: {1e3 * fast[-1]:.1f} ms; at that cost per n log2 n, "
+      f"n = 10^6 would take {t_million:.2f} s")
+print(f"brute force at n = {bf_ns[-1]}: {bf[-1]:.3f} s, {bf[-1] / bf_fast[-1]:.0f}x max_variance's {1e3 * bf_fast[-1]:.3f} ms")
+assert per[0] > per[-1]        # small n: fixed overheads dominate the cost per element
+assert t_million < 1.0         # the card: well under a second for a million rollouts
+assert bf[-1] > 10 * bf_fast[-1]
 
 # %% [markdown]
 # ## 7. What the three rules keep
@@ -243,7 +260,9 @@ print("t / (n log2 n) in ns:", [f"{1e9 * t / (k * math.log2(k)):.1f}" for k, t i
 # * **max-variance** (the paper's rule): the extremes — best and worst — and the largest spread;
 # * **max-reward**: the top $m$; once $m$ or more rollouts are correct with the same format, the kept
 #   rewards are equal, so every advantage is 0 and the update learns nothing from this prompt;
-# * **random**: an unbiased but noisy sample; often misses the rare correct answer.
+# * **random**: a uniform draw of $m$; the kept rewards are right on average (their expected mean is the
+#   group's mean), but any one draw can miss the few correct answers — the cell prints how likely that
+#   is for this group.
 #
 # The advantages are those GRPO would use, computed on the kept subset by `grpo.group_advantages`.
 
@@ -262,6 +281,10 @@ for row, (name, keep) in enumerate(rules.items()):
     ax.scatter(r[keep], row + jitter[keep], color="tab:blue", s=50)
     assert subset_variance(r, keep) <= subset_variance(r, rules["max_variance"]) + 1e-12
 assert subset_variance(r, rules["max_reward"]) == 0  # four equal top rewards: no signal
+n_right = int((r >= 1).sum())
+p_miss = math.comb(len(r) - n_right, m) / math.comb(len(r), m)
+print(f"a random {m} of these {len(r)} keeps none of the {n_right} correct answers with probability "
+      f"C({len(r) - n_right},{m})/C({len(r)},{m}) = {p_miss:.2f}")
 ax.set_yticks(range(len(rules)), list(rules)); ax.invert_yaxis(); ax.set_xlabel("reward")
 ax.set_title("kept (blue) vs. left out (grey), n = 16, m = 4"); plt.tight_layout(); plt.show()
 
@@ -345,7 +368,8 @@ for k, rule in enumerate(gradients.RULES):
             a1.vlines(xm, np.nanpercentile(d, 10), np.nanpercentile(d, 90), color=colors[rule], lw=3, alpha=0.3)
     a2.plot(x, [res["m"][m8][rule]["norm_ratio_mean"] for m8 in MS8], "o-", color=colors[rule], label=rule)
 for a in (a1, a2):
-    a.set_xticks(range(len(MS8)), MS8); a.set_xlabel(f"m kept of n = {N8}"); a.grid(alpha=0.3); a.legend(fontsize=8)
+    a.set_xticks(range(len(MS8)), MS8); a.set_xlabel(f"m kept of n = {N8}"); a.grid(alpha=0.3)
+a2.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: clear of every point
 a1.set_ylabel("cosine to the full-pool gradient"); a1.set_title("how much of the full-n direction is kept")
 a2.set_ylabel("|subset gradient| / |full-pool gradient|"); a2.set_title("gradient norm")
 plt.tight_layout(); plt.show()
@@ -358,13 +382,38 @@ for m8 in MS8:
     if live.any():  # max-variance never leaves a non-silent pool silent (m >= 2); max-reward can
         assert res["m"][m8]["max_variance"]["silent_frac"] == 0.0
 
+# The random rule "on average": the mean of each draw's cosine (plotted) is not the cosine of the mean
+# gradient over draws (the random rule's expected update direction); both from the same Gram matrices.
+avg_rng = np.random.default_rng(1)
+for m8 in MS8:
+    cos_of_mean, mean_of_cos = [], []
+    for g in np.flatnonzero(live):
+        full_c = gradients.coefficients(pool.rewards[g], pool.tokens[g], range(N8))
+        cs = [gradients.coefficients(pool.rewards[g], pool.tokens[g], sub)
+              for sub in gradients.rule_subsets(pool.rewards[g], m8, "random", 200, avg_rng)]
+        cos_of_mean.append(gradients.gram_cosine(pool.gram[g], np.mean(cs, axis=0), full_c))
+        mean_of_cos.append(np.mean([gradients.gram_cosine(pool.gram[g], c, full_c) for c in cs]))
+    if live.any():
+        mv, rd = res["m"][m8]["max_variance"]["cos_mean"], res["m"][m8]["random"]["cos_mean"]
+        print(f"m = {m8}: random, one draw (mean cosine) {np.mean(mean_of_cos):.2f}, the mean over 200 draws "
+              f"{np.mean(cos_of_mean):.3f} | max_variance {mv:.2f}: "
+              + ("max-variance keeps more of the direction than a random draw" if mv > rd else
+                 "max-variance does NOT beat a random draw here"))
+        assert mv > rd  # the card's claim, on every non-silent pool set this run drew
+        nr = res["m"][m8]["max_variance"]["norm_ratio_mean"]
+        print(f"        max_variance's gradient norm / the full pool's: {nr:.2f}")
+        assert nr > 1  # the text below: a balanced kept group's gradient is larger than the full pool's
 # %% [markdown]
 # How to read it. The three rules keep the same *number* of rollouts but not the same signal. Max-reward
 # keeps the top $m$: when fewer than $m$ answers are correct it keeps all of them plus wrong ones (much like
 # max-variance), but whenever $m$ or more are correct the kept group is all correct and silent — cosine 0,
-# norm 0. Random subsets keep the full direction *on average*, but any one draw can miss the rare correct
-# answer (the spread of the grey bars). Max-variance keeps the rare correct answers together with wrong
-# ones, so it should keep a large share of the direction with no draw-to-draw luck involved. Norms: a
+# norm 0. A random draw can miss the rare correct answer (the spread of the grey bars), so one draw keeps
+# little of the direction. *Averaged over draws*, the random rule's gradient points much closer to the
+# full pool's (the last lines of the cell print both), but not exactly along it: each draw re-standardises
+# its advantages by its own std (and a silent draw contributes nothing), so the average of the subset
+# gradients is not proportional to the full-pool gradient. Training takes one draw per step, not the
+# average. Max-variance keeps the rare correct answers together with wrong ones, with no draw-to-draw
+# luck involved; the cell checks that it keeps more of the direction than a random draw. Norms: a
 # kept group of $m$ balanced rewards gives each rollout an advantage of about $\pm 1$ and divides by the
 # tokens of $m$ rollouts, not $n$, so a non-silent subset's gradient is typically *larger* than the full
 # pool's; a large norm with a low cosine would be a strong push in a different direction. (With a couple
@@ -390,23 +439,28 @@ print(f"silent groups: GRPO n = m = {m9}: {grpo_silent:.2f} | PODS n = {N8} -> m
 for p_row in correct:  # PODS's kept subset is silent exactly when its whole pool is
     assert (np.ptp(p_row[max_variance(p_row, m9)]) == 0) == (np.ptp(p_row) == 0)
 assert pods_silent <= grpo_silent + 1e-12
+assert curve["observed"][-1] <= curve["predicted"][-1] + 1e-12  # at n = N only an all-equal pool is silent
+print(f"at n = N = {N8}: observed {curve['observed'][-1]:.2f}, predicted {curve['predicted'][-1]:.2f}")
+print(f"a hard prompt, p = 0.05: a group of {m9} is silent with probability {0.95 ** m9 + 0.05 ** m9:.2f}, "
+      f"a group of {N8} {0.95 ** N8 + 0.05 ** N8:.2f}")
 
 fig, ax = plt.subplots(figsize=(7, 3.8))
 ax.plot(ns9, curve["observed"], "o-", label="observed: all-equal subgroups of the pool")
 ax.plot(ns9, curve["predicted"], "s--", label=r"predicted: mean of $p^n + (1-p)^n$")
-for p in (0.05, 0.2, 0.5):
-    ax.plot(ns9, [p ** k + (1 - p) ** k for k in ns9], ":", color="grey", lw=1)
-    ax.annotate(f"p = {p}", (ns9[-1], p ** ns9[-1] + (1 - p) ** ns9[-1]), fontsize=7, color="grey")
-ax.axvline(m9, color="tab:red", lw=0.8); ax.annotate(f"GRPO n = m = {m9}", (m9, 0.05), color="tab:red", fontsize=8)
+for p, ls in ((0.05, ":"), (0.2, "-."), (0.5, (0, (6, 2, 1, 2, 1, 2)))):
+    ax.plot(ns9, [p ** k + (1 - p) ** k for k in ns9], ls=ls, color="dimgrey", lw=1, label=f"one prompt with p = {p}")
+ax.axvline(m9, color="tab:red", lw=0.8, label=f"GRPO n = m = {m9}")
 ax.set_xlabel("n (rollouts per prompt)"); ax.set_ylabel("fraction of silent groups"); ax.set_ylim(-0.02, 1.02)
-ax.legend(fontsize=8); ax.grid(alpha=0.3); ax.set_title(f"silent groups, {P8} prompts x {N8} rollouts")
+ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0)); ax.grid(alpha=0.3)
+ax.set_title(f"silent groups, {P8} prompts x {N8} rollouts")
 plt.tight_layout(); plt.show()
 
 # %% [markdown]
-# The observed curve falls below the prediction at large $n$ because subgroups are drawn *without*
-# replacement from a finite pool (at $n = N$ only an all-equal pool is silent), and the pass rates are
-# themselves estimated from the same $N$ samples. The lesson holds either way: for a hard prompt
-# ($p = 0.05$) a group of 4 is silent 81% of the time, a group of 16 only 44%. Max-variance keeps a
+# Observed and predicted part at large $n$ because subgroups are drawn *without* replacement from a
+# finite pool: at $n = N$ only an all-equal pool is silent, so there the observed fraction cannot exceed
+# the prediction (asserted); and the pass rates are themselves estimated from the same $N$ samples. The
+# lesson holds either way: for a hard prompt ($p = 0.05$) the cell prints how much more often a group of
+# $m$ is silent than a group of $N$. Max-variance keeps a
 # correct and a wrong answer whenever the $n$ generated contain both, so PODS ($n \to m$) is silent only
 # as often as a group of $n$ — it trains on $m$ but *listens* to $n$.
 
@@ -418,10 +472,10 @@ plt.tight_layout(); plt.show()
 #
 # **On a card.**
 #
-# * Max-variance optimum = k lowest + m−k highest rewards: sort + prefix sums, O(n log n), ms for 10⁶.
+# * Max-variance optimum = k lowest + m−k highest rewards: sort + prefix sums, O(n log n); well under a second for 10⁶ rollouts (section 6 prints the extrapolation).
 # * Binary rewards: it keeps a balanced mix of right and wrong answers.
 # * All-equal kept rewards = a silent group: zero gradient. Max-reward goes silent once m answers are right; max-variance never, if the n differ.
-# * Random keeps the full-n direction only on average (draws vary); max-variance involves no luck.
+# * One random draw keeps less of the full-n direction than max-variance (section 8 asserts it); only its average over many draws comes close. Max-variance involves no luck.
 # * PODS trains on m but listens to n: silent only when all n agree.
 
 # %%

@@ -11,11 +11,12 @@
 #
 # **Question.** What does one GRPO update on the kept rollouts compute, and what does it cost in time and memory as m grows?
 #
-# **Time here** (2-core CPU, idle, 2 threads): full mode 160 s (measured: the committed outputs' `make notebooks` run); small mode 30–60 s (estimate).
+# **Time here**: a few minutes in full mode on a 2-core CPU, about a minute in small mode; the last cell prints this run's total.
 #
 # The second, expensive phase of a PODS step (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026): one GRPO update on the $m$ kept
 # rollouts of each prompt. Step by step with `minipods.grpo`: advantages on the kept subset, per-token
-# log-probabilities (chunked vs. naive), the clipped objective, the KL penalty through the *disabled
+# log-probabilities (chunked vs. naive), the clipped objective and three ways of averaging it over tokens
+# (DeepSeekMath's GRPO, DAPO — what minipods uses — and Dr. GRPO), the KL penalty through the *disabled
 # adapter*, a real update that changes the LoRA weights, how update time and memory grow with $m$, and
 # what 4-bit quantisation + LoRA (QLoRA, the paper's setting) save.
 
@@ -44,8 +45,12 @@ print(f"{'SMALL' if SMALL else 'full'} mode | torch {torch.__version__} | {torch
 #
 # $$A_i = \frac{r_i - \operatorname{mean}_{j\in S}(r_j)}{\operatorname{std}_{j \in S}(r_j) + \varepsilon},\qquad i \in S .$$
 #
-# To get non-zero rewards from a 135M model we use the package's synthetic word problems (SmolLM2
-# rarely solves GSM8K; notebook 02).
+# The std is the **sample** standard deviation (divisor $m-1$: `torch.std`'s default, as in DeepSeekMath's
+# and TRL's code), not the population one (`np.std`, divisor $m$); the last lines of the next cell show
+# what that changes for the rewards $[1, 0, 0, 0]$.
+#
+# To make non-zero rewards likelier from a 135M model we use the package's synthetic word problems
+# (SmolLM2 rarely solves GSM8K; notebook 02); the cell prints what this run's rollouts scored.
 
 # %%
 from minipods.model import load_policy, count_parameters
@@ -72,18 +77,27 @@ print("kept batch:", tuple(batch.prompt_ids.shape), "prompt,", tuple(batch.compl
 for g in range(P):
     assert abs(float(adv[batch.group == g].sum())) < 1e-4  # advantages are centred within each kept group
 
+r4 = torch.tensor([1.0, 0.0, 0.0, 0.0])
+a4 = float(group_advantages(r4, torch.zeros(4, dtype=torch.long))[0])
+a4_pop = float((r4[0] - r4.mean()) / np.std(r4.numpy()))
+print(f"rewards [1, 0, 0, 0], advantage of the 1: sample std {float(r4.std()):.3f} -> A = {a4:.3f} (what minipods uses) | "
+      f"population std (np.std) {np.std(r4.numpy()):.3f} -> A = {a4_pop:.3f}")
+assert abs(a4 - 1.5) < 1e-3 and abs(a4_pop - 3 ** 0.5) < 1e-6  # 0.75 / 0.5 vs 0.75 / 0.433
+
 # %% [markdown]
 # ## 2. The objective
 #
-# With $\rho_{i,t} = \pi_\theta(o_{i,t}\mid q, o_{i,<t}) / \pi_{\text{old}}(o_{i,t}\mid q, o_{i,<t})$, GRPO
-# minimises the token-averaged clipped surrogate plus a KL penalty:
+# With $\rho_{i,t} = \pi_\theta(o_{i,t}\mid q, o_{i,<t}) / \pi_{\text{old}}(o_{i,t}\mid q, o_{i,<t})$,
+# `grpo.grpo_loss` minimises the clipped surrogate plus a KL penalty, averaged over all kept tokens:
 #
 # $$\mathcal L(\theta) = \frac{1}{\sum_{i\in S}|o_i|}\sum_{i\in S}\sum_{t=1}^{|o_i|}
 # \Big[-\min\big(\rho_{i,t}A_i,\ \operatorname{clip}(\rho_{i,t}, 1-\epsilon, 1+\epsilon)\,A_i\big)
 # + \beta\,\big(e^{d_{i,t}} - d_{i,t} - 1\big)\Big],\qquad d_{i,t} = \log\pi_{\text{ref}} - \log\pi_\theta .$$
 #
-# * **Token-level averaging**: divide by the total number of kept tokens, so long answers are not
-#   down-weighted; summing micro-batch losses gives exactly the full-batch loss.
+# * **Token-level averaging** (as in DAPO; TRL's default `loss_type="dapo"`): divide by the total number
+#   of kept tokens, so long answers are not down-weighted; summing micro-batch losses gives exactly the
+#   full-batch loss. DeepSeekMath's original GRPO averages *per sequence* instead, and Dr. GRPO divides
+#   by a constant; section 2b computes all three on our batch.
 # * $e^{d}-d-1 \ge 0$ is the "k3" KL estimator; $\pi_{\text{ref}}$ is the same network with the LoRA
 #   adapter switched off. The paper's Qwen runs use $\beta = 0$ (then no reference pass is made).
 #
@@ -92,14 +106,16 @@ for g in range(P):
 # $\log \pi(y_t) = z_{y_t} - \operatorname{logsumexp}(z)$ with logits $z = W h_{t-1}$. The naive way
 # materialises the full log-softmax, $B \times C \times V$ floats ($V = 49{,}152$ for SmolLM2, $151{,}936$
 # for Qwen2.5). `token_logprobs` forms logits only for the real completion tokens, `chunk_tokens` at a
-# time, and recomputes each chunk in backward instead of storing it. Both must agree:
+# time (default 512; we use 64 here so that even this small batch is split into several chunks), and
+# recomputes each chunk in backward instead of storing it. Both must agree:
 
 # %%
 from minipods.grpo import token_logprobs, naive_token_logprobs
 
+CHUNK = 64
 args = (batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask)
 with torch.no_grad():
-    chunked = token_logprobs(model, *args, chunk_tokens=64)
+    chunked = token_logprobs(model, *args, chunk_tokens=CHUNK)
     naive = naive_token_logprobs(model, *args)
 diff = float((chunked - naive).abs().max())
 print(f"max |chunked - naive| = {diff:.2e} over {int(batch.completion_mask.sum())} tokens")
@@ -109,7 +125,9 @@ V = model.get_base_model().get_output_embeddings().weight.shape[0]
 B, C = batch.completion_ids.shape
 print(f"naive log-softmax: {B}x{C}x{V} floats = {B * C * V * 4 / 2**20:.0f} MB here; "
       f"paper scale (16 x 512 x 151,936) = {16 * 512 * 151936 * 4 / 2**30:.1f} GB")
-print(f"chunked: at most 512 x {V} floats = {512 * V * 4 / 2**20:.0f} MB at a time")
+n_tok = int(batch.completion_mask.sum())
+print(f"chunked (chunk_tokens={CHUNK}): {-(-n_tok // CHUNK)} chunks of at most {CHUNK} x {V} floats = "
+      f"{CHUNK * V * 4 / 2**20:.0f} MB at a time (the default 512: {512 * V * 4 / 2**20:.0f} MB)")
 
 # %% [markdown]
 # ### Clipping
@@ -130,12 +148,97 @@ for A in (1.0, -1.0):
            for x in rho]
     ax.plot(rho, obj, label=f"A = {A:+.0f}")
 ax.axvspan(0.8, 1.2, color="grey", alpha=0.15, label=r"$1 \pm \epsilon$, $\epsilon = 0.2$")
-ax.set_xlabel(r"ratio $\rho$"); ax.set_ylabel("per-token objective"); ax.legend(); plt.show()
+ax.set_xlabel(r"ratio $\rho$"); ax.set_ylabel("per-token objective"); ax.legend(loc="best")
+ax.set_title(r"clipped surrogate per token: no gain beyond $1 \pm \epsilon$ in the favoured direction"); plt.show()
 
 logp = torch.randn(3, 5, requires_grad=True); a = torch.tensor([1.0, -0.5, -0.5]); mk = torch.ones(3, 5)
 loss, stats = grpo_loss(logp, logp.detach(), a, mk, num_tokens=15)
 loss.backward()
 assert torch.allclose(logp.grad, -a[:, None].expand(3, 5) / 15) and stats["clip_sum"] == 0
+
+# %% [markdown]
+# ### 2b. Three ways to average over tokens
+#
+# The surrogate is a sum over tokens; *how it is divided* differs between GRPO's variants. At the first
+# gradient step ($\rho = 1$) every token of rollout $i$ gets the same weight $w_i$, and the gradient is
+# $-\sum_i w_i \sum_t \nabla \log\pi_\theta(o_{i,t})$:
+#
+# | variant | divides by | per-token weight $w_i$ | advantage |
+# |---|---|---|---|
+# | sequence-level (DeepSeekMath's GRPO; TRL `loss_type="grpo"`) | $\lvert o_i\rvert$, then the mean over the $G$ sequences | $A_i / (G\,\lvert o_i\rvert)$ | standardised |
+# | token-level (DAPO; TRL's default `"dapo"`; **minipods**) | all kept tokens $\sum_j \lvert o_j\rvert$ | $A_i / \sum_j \lvert o_j\rvert$ | standardised |
+# | Dr. GRPO (TRL `"dr_grpo"` with `scale_rewards="none"`) | the constant $G \cdot L_{\max}$ (`max_new_tokens`) | $A^{\text{Dr}}_i / (G\,L_{\max})$ | $A^{\text{Dr}}_i = r_i - \bar r$, no std |
+#
+# Why they differ, in one sentence each:
+#
+# * **Sequence-level** gives every answer the same total weight, so a token of a long answer counts less
+#   than a token of a short one: a long wrong answer is penalised less per token than a short wrong one.
+# * **Token-level** gives every token in the batch the same weight, so long answers weigh more in total,
+#   and the step size depends on how many tokens this particular batch happened to contain.
+# * **Dr. GRPO** makes a token's weight independent of every length in the batch (the divisor is a
+#   constant) and drops the std division, so a group whose rewards differ only by a small format bonus
+#   gets a proportionally small push instead of the same $\pm 1$ advantages as a group that differs in
+#   correctness.
+#
+# Below, on the kept rollouts of section 1 (real completions with their real lengths): one forward pass,
+# the three losses built from `grpo_loss` (per row for the sequence-level one), the per-token weights
+# checked against autograd, and the three LoRA gradients compared. So that every effect shows whatever
+# the model happened to answer, the rewards are set by hand: the first prompt's kept rollouts differ in
+# correctness ($1, 0, 1, 0, \dots$), the others' only by a format bonus ($0.025, 0, 0, \dots$).
+
+# %%
+mask = batch.completion_mask.float()
+lens = mask.sum(1)                                   # |o_i| (the EOS token included)
+G_rows, L_MAX = len(batch), max_new                  # G sequences; Dr. GRPO's constant: the generation budget
+r_kept = torch.tensor([float((j % 2 == 0) if g == 0 else 0.025 * (j == 0))  # by hand: see above
+                       for g in range(P) for j in range(m)])
+assert batch.group.tolist() == [g for g in range(P) for _ in range(m)]   # the kept rows, group-major
+adv_std = group_advantages(r_kept, batch.group)                                          # what minipods uses
+adv_dr = r_kept - torch.stack([r_kept[batch.group == g].mean() for g in batch.group])  # centred, no std
+params = [p for p in model.parameters() if p.requires_grad]
+model.train()
+lp = token_logprobs(model, *args)                    # (G, C), with the graph for backward
+old_lp = lp.detach()
+
+
+def seq_level_loss(a):  # DeepSeekMath: each sequence's token mean, then the mean over sequences
+    return sum(grpo_loss(lp[i:i + 1], old_lp[i:i + 1], a[i:i + 1], mask[i:i + 1], lens[i])[0] for i in range(G_rows)) / G_rows
+
+
+variants = {  # name -> (loss, the per-token weight w_i the table above predicts)
+    "sequence-level (DeepSeekMath)": (seq_level_loss(adv_std), adv_std / (G_rows * lens)),
+    "token-level (DAPO, minipods)": (grpo_loss(lp, old_lp, adv_std, mask, mask.sum())[0], adv_std / mask.sum()),
+    "Dr. GRPO": (grpo_loss(lp, old_lp, adv_dr, mask, G_rows * L_MAX)[0], adv_dr / (G_rows * L_MAX)),
+}
+print(f"{'row':>3} {'|o_i|':>5} {'reward':>6} {'A_i':>6} {'A_Dr':>6} | per-token weight x 1e3: " + " | ".join(variants))
+for i in range(G_rows):
+    print(f"{i:3d} {int(lens[i]):5d} {float(r_kept[i]):6.3f} {float(adv_std[i]):6.2f} {float(adv_dr[i]):6.3f} | "
+          + " | ".join(f"{1e3 * float(w[i]):+9.3f}" for _, w in variants.values()))
+grads = {}
+for name, (loss_v, w) in variants.items():
+    d_lp = torch.autograd.grad(loss_v, lp, retain_graph=True)[0]        # d loss / d log p(o_i,t)
+    assert torch.allclose(d_lp, -w[:, None] * mask, atol=1e-7)           # the table's weights, exactly
+    g = torch.autograd.grad(loss_v, params, retain_graph=True, allow_unused=True)
+    grads[name] = torch.cat([(x if x is not None else torch.zeros_like(p)).flatten() for x, p in zip(g, params)]).double()
+    print(f"{name:30s} loss {float(loss_v.detach()):+.5f} | LoRA gradient norm {float(grads[name].norm()):.3e}")
+names = list(grads)
+for a_, b_ in [(0, 1), (0, 2), (1, 2)]:
+    ga, gb = grads[names[a_]], grads[names[b_]]
+    cos = float(ga @ gb / (ga.norm() * gb.norm() + 1e-30))
+    print(f"cosine({names[a_]}, {names[b_]}) = {cos:+.3f}")
+del lp, old_lp
+# the sequence-level loss is exactly 0 at rho = 1 (advantages sum to 0 in each group); its gradient is not
+assert abs(float(variants["sequence-level (DeepSeekMath)"][0].detach())) < 1e-5
+if P > 1:  # with the std a format-only group is pushed as hard as a correctness group; without it, in proportion to 0.025 vs 1
+    fmt_rows, cor_rows = batch.group == 1, batch.group == 0
+    print(f"largest |advantage|: correctness group {float(adv_std[cor_rows].abs().max()):.2f} (std) vs "
+          f"{float(adv_dr[cor_rows].abs().max()):.3f} (Dr. GRPO); format-only group {float(adv_std[fmt_rows].abs().max()):.2f} "
+          f"(std) vs {float(adv_dr[fmt_rows].abs().max()):.3f} (Dr. GRPO)")
+    assert adv_std[fmt_rows].abs().max() > 0.5 * adv_std[cor_rows].abs().max()
+    assert adv_dr[fmt_rows].abs().max() < 0.05 * adv_dr[cor_rows].abs().max()
+same_len = bool((lens == lens[0]).all())
+print("all kept rollouts have the same length: sequence- and token-level coincide" if same_len else
+      f"kept lengths range from {int(lens.min())} to {int(lens.max())} tokens: sequence- and token-level weigh rows differently")
 
 # %% [markdown]
 # ## 3. One real update, and the KL through the disabled adapter
@@ -182,16 +285,23 @@ else:
 #
 # The update's cost is set by the rollouts it trains on. We run `grpo_update` on $m$ rollouts for growing
 # $m$ — the same few rollouts repeated, so that every micro-batch has the same size and length and only
-# $m$ changes (random advantages: their values don't change the cost). We time it, and track the
-# **activations held for backward** with `torch.autograd.graph.saved_tensors_hooks`: each tensor autograd
-# saves (parameters excluded) counts from when it is saved until backward releases it, and we record the
-# peak — for one forward pass over all $m$ at once, and over the whole micro-batched `grpo_update`.
+# $m$ changes (random advantages: their values don't change the cost). We track the **activations held
+# for backward** with `torch.autograd.graph.saved_tensors_hooks`: each tensor autograd saves (parameters
+# excluded) counts from when it is saved until backward releases it, and we record the peak — for one
+# forward pass over all $m$ at once, and over the whole micro-batched `grpo_update`. `grpo_update` runs
+# here with its plain log-prob function (each row's [prompt | completion] in one pass, like the forward
+# it is compared with); training's default, `minipods.fast.update.shared_logprobs`, runs each distinct
+# prompt once and holds less.
+#
+# Timing on a shared CPU is noisy, so each $m$ is timed `REPEATS` times (without the memory hooks), in
+# rounds over all $m$ so that a slow spell lands on every $m$ rather than on one; we print the minimum
+# and the median, and fit the line to the minima.
 #
 # Activations grow linearly with the batch (sequences × padded length). `grpo_update` runs forward and
 # backward one micro-batch at a time (gradient accumulation), so only one micro-batch's activations are
-# ever held: memory is capped, but the micro-batches run one after another and time keeps growing
-# linearly with $m$. This is the cost PODS holds fixed while it raises $n$. (`python -m minipods.bench`
-# measures time and the process's peak memory with repeats and fitted slopes.)
+# ever held: memory is capped, but the micro-batches run one after another and time keeps growing with
+# $m$. This is the cost PODS holds fixed while it raises $n$. (`python -m minipods.bench` measures time
+# and the process's peak memory with repeats and fitted slopes.)
 
 # %%
 from minipods.measure.memory import peak_saved_bytes  # exact bytes autograd holds for backward (allocator-independent)
@@ -200,25 +310,46 @@ micro = 2 if SMALL else 4                  # micro_batch_size of the update
 ms = [1, 2, 4] if SMALL else [1, 2, 4, 8, 16]
 opt_t = make_optimizer(model, make_config(lr=1e-9), "cpu")
 grpo_update(model, opt_t, ro.select([0]), torch.randn(1), micro_batch_size=micro)  # warm-up: creates the AdamW state
+from minipods.measure.common import fit_linear
+
+REPEATS = 2 if SMALL else 3
+batches = {k: ro.select([i % micro for i in range(k)]) for k in ms}  # the same `micro` rollouts repeated: only m changes
+times = {k: [] for k in ms}
+for _ in range(REPEATS):  # in rounds over all m: a slow spell on a shared CPU then hits every m, not one
+    for k, b in batches.items():
+        t = time.perf_counter()
+        grpo_update(model, opt_t, b, torch.randn(k), micro_batch_size=micro)
+        times[k].append(time.perf_counter() - t)
 cost = []
-for k in ms:
-    b = ro.select([i % micro for i in range(k)])  # the same `micro` rollouts repeated: only m changes
+for k, b in batches.items():
     act_all = peak_saved_bytes(model, lambda: token_logprobs(model, b.prompt_ids, b.prompt_mask, b.completion_ids,
                                                              b.completion_mask)) / 2**20
-    t = time.perf_counter()
     act_upd = peak_saved_bytes(model, lambda: grpo_update(model, opt_t, b, torch.randn(k), micro_batch_size=micro)) / 2**20
-    cost.append(dict(m=k, seconds=time.perf_counter() - t, act_all=act_all, act_upd=act_upd))
-    print(f"m={k:2d}: update {cost[-1]['seconds']:5.2f} s | activations held at once: one forward over all m "
-          f"{act_all:7.1f} MB, grpo_update (micro-batch {micro}) {act_upd:7.1f} MB")
+    ts = times[k]
+    cost.append(dict(m=k, t_min=min(ts), t_med=float(np.median(ts)), act_all=act_all, act_upd=act_upd))
+    print(f"m={k:2d}: update min {min(ts):5.2f} s, median {np.median(ts):5.2f} s of {REPEATS} | activations held at once: "
+          f"one forward over all m {act_all:7.1f} MB, grpo_update (micro-batch {micro}) {act_upd:7.1f} MB")
 assert all(x["act_all"] < y["act_all"] for x, y in zip(cost, cost[1:]))         # grows with m ...
 capped = [c["act_upd"] for c in cost if c["m"] >= micro]
 assert max(capped) < 1.01 * min(capped) and capped[-1] < cost[-1]["act_all"]    # ... but not in the update
+at_micro = next(c for c in cost if c["m"] == micro)  # one micro-batch of all m: the same pass as the forward
+print(f"m = micro-batch = {micro}: grpo_update holds {at_micro['act_upd']:.1f} MB, one forward {at_micro['act_all']:.1f} MB")
+assert abs(at_micro["act_upd"] - at_micro["act_all"]) < 0.05 * at_micro["act_all"]
+slope, icept, r2 = fit_linear(ms, [c["t_min"] for c in cost])
+print(f"update seconds (min of {REPEATS}) = {icept:.2f} + {slope:.3f} x m, R² = {r2:.3f}: "
+      + ("close to a line" if r2 >= 0.95 else "not a clean line on this run (see the medians: a shared CPU adds noise)"))
+assert slope > 0 and cost[-1]["t_min"] > cost[0]["t_min"]  # the card's claim: update time grows with m
 
 fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.4))
-a1.plot(ms, [c["seconds"] for c in cost], "o-"); a1.set_xlabel("kept rollouts m"); a1.set_ylabel("update seconds")
+a1.plot(ms, [c["t_min"] for c in cost], "o-", label=f"min of {REPEATS}")
+a1.plot(ms, [c["t_med"] for c in cost], "x", color="grey", label=f"median of {REPEATS}")
+a1.plot(ms, [icept + slope * k for k in ms], ":", color="tab:blue", label=f"fit, R² = {r2:.2f}")
+a1.set_xlabel("kept rollouts m"); a1.set_ylabel("update seconds"); a1.legend(loc="best", fontsize=8)
+a1.set_title("update time grows with m")
 a2.plot(ms, [c["act_all"] for c in cost], "o-", color="tab:orange", label="one forward over all m")
 a2.plot(ms, [c["act_upd"] for c in cost], "s--", color="tab:green", label=f"grpo_update, micro-batches of {micro}")
-a2.set_xlabel("kept rollouts m"); a2.set_ylabel("activations held for backward (MB)"); a2.legend(fontsize=8)
+a2.set_xlabel("kept rollouts m"); a2.set_ylabel("activations held for backward (MB)"); a2.legend(loc="best", fontsize=8)
+a2.set_title("activation memory is capped by the micro-batch")
 plt.tight_layout(); plt.show()
 
 # %% [markdown]
@@ -268,7 +399,9 @@ with generation_mode(q_model):
     assert q_model.training        # 4-bit: stays in train mode while sampling
 with generation_mode(f_model):
     assert not f_model.training    # full precision: eval mode
-print("bitsandbytes 4-bit layers:", sum(isinstance(mod, bnb.nn.Linear4bit) for mod in q_model.modules()), "|", count_parameters(q_model))
+q_counts = count_parameters(q_model)
+print(f"bitsandbytes 4-bit layers: {sum(isinstance(mod, bnb.nn.Linear4bit) for mod in q_model.modules())} | "
+      f"{q_counts['trainable']:,} trainable of {q_counts['total']:,} parameters ({q_counts['trainable_frac']:.1%})")
 
 
 # %% [markdown]
@@ -334,15 +467,17 @@ plt.tight_layout(); plt.show()
 # **Takeaways.** The update needs per-token log-probs of the kept rollouts (computed without the full
 # vocabulary tensor), advantages standardised within each kept group, and one clipped-surrogate step
 # on the LoRA weights; the reference policy for the KL costs no memory (adapter off). Quantisation and
-# LoRA shrink the *static* memory (weights, optimizer state), but activations and time still grow with
-# the number of rollouts trained on — the cost PODS bounds by updating on $m < n$.
+# LoRA shrink the *static* memory (weights, optimizer state), but time — and the activations of any pass
+# that holds all the rollouts at once — still grows with the number of rollouts trained on: the cost PODS
+# bounds by updating on $m < n$. How the token average is taken (per sequence, per token, by a constant)
+# changes how much each rollout weighs, not which rollouts are used.
 #
 # **On a card.**
 #
-# * Advantage = reward standardised within the prompt's kept group.
-# * Loss = clipped ratio × advantage, averaged over all kept tokens; KL reference = the same model, adapter off.
+# * Advantage = reward standardised within the prompt's kept group (sample std, divisor m − 1).
+# * Loss = clipped ratio × advantage, averaged over all kept tokens (DAPO-style; DeepSeekMath's GRPO averages per sequence, Dr. GRPO by a constant); KL reference = the same model, adapter off.
 # * Chunked log-probs never build the (batch × length × vocab) tensor.
-# * Update time grows linearly with m (not n); memory is capped by the micro-batch.
+# * Update time grows with m (not n): section 4 fits a line to the fastest of repeated runs and prints how well it fits; activation memory is capped by the micro-batch.
 
 # %% [markdown]
 # ## 6. Will it fit my GPU?

@@ -1,10 +1,12 @@
 """The teaching notebooks: each one runs top to bottom in SMALL mode and matches its jupytext source.
 
-Each notebook is executed in a fresh python3 kernel (nbclient) with MINIPODS_NB_SMALL=1, its working
-directory a temporary folder (so runs it writes land there), and the repository on PYTHONPATH. A cell
-error fails the test; the notebooks assert key facts themselves (e.g. max-variance == brute force).
-The committed .ipynb carry full-mode outputs (`make notebooks`); their cells must equal the paired
-notebooks/NN_name.py, the file people edit.
+Each notebook's source (notebooks/NN_name.py, the file people edit) is executed in a fresh python3
+kernel (nbclient) with MINIPODS_NB_SMALL=1, its working directory a temporary folder (so runs it writes
+land there), and the repository on PYTHONPATH. A cell error fails the test. The notebooks assert their
+takeaways themselves (e.g. max-variance == brute force, max-variance keeps more of the gradient than a
+random draw, update time grows with m): a run whose numbers contradict its text raises AssertionError
+in that cell, and nbclient turns it into CellExecutionError here. The committed .ipynb carry full-mode
+outputs (`make notebooks`); their cells must equal the paired .py.
 """
 
 import os
@@ -74,9 +76,12 @@ def _abs_env_path(monkeypatch, name):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_small(path, tmp_path, monkeypatch):
+    """The source runs top to bottom in SMALL mode, every takeaway assert included."""
+    import jupytext
     from nbclient import NotebookClient
 
     monkeypatch.setenv("MINIPODS_NB_SMALL", "1")
+    monkeypatch.delenv("MINIPODS_NB_COMPARE_DIR", raising=False)  # notebook 05 runs its own comparison
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
@@ -88,9 +93,9 @@ def test_notebook_runs_small(path, tmp_path, monkeypatch):
         monkeypatch.setenv("OMP_NUM_THREADS", "1")
     for name in ("MINIPODS_GSM8K_DIR", "MINIPODS_CACHE"):
         _abs_env_path(monkeypatch, name)
-    nb = nbformat.read(path, as_version=4)
+    nb = jupytext.read(path.with_suffix(".py"))  # the source, so an edit is tested before `make notebooks`
     client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}})
     t0 = time.perf_counter()
-    client.execute()  # raises CellExecutionError (with the cell's traceback) on any failing cell
+    client.execute()  # raises CellExecutionError (the cell's traceback: e.g. a takeaway's AssertionError)
     print(f"{path.name}: {time.perf_counter() - t0:.1f} s")
