@@ -17,8 +17,8 @@ time iff  gain > T_pods / T_grpo  (its wall-clock speed-up is gain * T_grpo / T_
 given gain the extra rollouts pay up to  n_max = (gain * T_grpo - update(P m) - a_r) / (b_r P).
 
 `python -m minipods.bench --parts costmodel` measures the two lines here (part_costmodel); the
-paper's L40S figures (GRPO n=m=16 at 7.5 s per step, PODS n=64 -> m=16 at 10.1 s per step, the
-figures quoted in issue 14) give the same arithmetic for contrast (`paper_l40s`). The planner
+paper's L40S figures (GRPO n=m=16 at 7.5 s per step, PODS n=64 -> m=16 at 10.1 s per step: the
+paper's single-GPU L40S run, Sec. 5) give the same arithmetic for contrast (`paper_l40s`). The planner
 (`python -m minipods.plan`) prices steps with the lines of such a run (`load_fit`), else with the two
 lines the paper's step times give (`paper_l40s_model`).
 """
@@ -31,7 +31,7 @@ import torch
 
 from minipods.measure.common import fit_linear, fmt_s, fmt_x
 
-PAPER_L40S = {"grpo_s": 7.5, "pods_s": 10.1, "n": 64, "m": 16, "prompts": 8}  # s per step, one L40S, Qwen2.5-3B (issue 14)
+PAPER_L40S = {"grpo_s": 7.5, "pods_s": 10.1, "n": 64, "m": 16, "prompts": 8}  # s per step, one L40S, Qwen2.5-3B (the paper, Sec. 5)
 
 
 @dataclass
