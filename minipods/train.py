@@ -48,7 +48,8 @@ from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.fast.update import shared_logprobs
 from minipods.grpo import group_advantages, grpo_update
 from minipods.measure.memory import peak_mb
-from minipods.model import DEFAULT_MODEL, QUANTIZE, ModelNotFoundError, default_device, load_policy, resolve_model
+from minipods.model import (DEFAULT_MODEL, ModelNotFoundError, check_quantize, default_device, load_policy,
+                            resolve_model)
 from minipods.rewards import is_full_format, score_completions
 
 
@@ -115,7 +116,8 @@ class TrainConfig:
 
 
 PRESETS = {
-    # CPU-sized, for SmolLM2-135M (docs/results.md has the measured run and the ablation). The synthetic word problems are the default task because the 135M model almost
+    # CPU-sized, for SmolLM2-135M (docs/results.md has the measured run and the ablation). The
+    # synthetic word problems are the default task because the 135M model almost
     # never solves GSM8K (no reward signal). 64-token completions: the base model rambles past its
     # answer, and a completion cut off before the answer earns nothing, so the policy learns to answer
     # within the budget; shorter rollouts also make every step cheaper. lr is higher than the paper's
@@ -179,8 +181,7 @@ def validate(cfg: TrainConfig) -> None:
     if cfg.data not in ("gsm8k", "synthetic"):
         bad(f"--data must be gsm8k or synthetic, got {cfg.data!r}")
     check_level(cfg.synthetic_level)
-    if cfg.quantize not in QUANTIZE:
-        bad(f"--quantize must be {' or '.join(QUANTIZE)}, got {cfg.quantize!r}")
+    check_quantize(cfg.quantize)
     if cfg.optimizer not in ("auto", "adamw", "adamw8bit"):
         bad(f"--optimizer must be auto, adamw or adamw8bit, got {cfg.optimizer!r}")
     for name in ("prompts_per_step", "max_new_tokens", "max_steps", "micro_batch_size", "update_epochs",
