@@ -16,6 +16,7 @@ from minipods.measure import bench, common, cuda_recipe, memory, speed, vs_trl
 from minipods.measure.bench import run_bench
 from minipods.measure.common import fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, format_table
 from minipods.measure.config import BenchConfig
+from minipods.train import make_config
 from minipods.measure.memory import MemoryMeter, run_worker
 from minipods.twins.tiny import tiny_policy
 
@@ -147,8 +148,10 @@ def test_config_quick_and_overrides():
     assert (cfg.speed_prompts, cfg.speed_n, cfg.speed_m, cfg.speed_max_new_tokens, cfg.speed_rounds) == (4, 8, 4, 32, 1)
     cfg = bench.config_from_args(p.parse_args(["--quick", "--threads", "2", "--m-values", "2,4", "--n", "8"]))
     assert (cfg.threads, cfg.m_values, cfg.n) == (2, [2, 4], 8)
+    assert (bench.config_from_args(p.parse_args([])).speed_max_new_tokens ==
+            make_config("small").max_new_tokens)  # the bench's speed shape is --small's
     cfg = bench.config_from_args(p.parse_args(["--speed-max-new-tokens", "96", "--speed-temperature", "0.9"]))
-    assert (cfg.speed_max_new_tokens, cfg.speed_temperature, cfg.speed_rounds) == (96, 0.9, 2)  # the --small shape
+    assert (cfg.speed_max_new_tokens, cfg.speed_temperature, cfg.speed_rounds) == (96, 0.9, 2)
 
 
 def test_roofline_arithmetic_on_known_numbers():

@@ -6,7 +6,8 @@ import torch
 
 from minipods import rollouts
 from minipods.data import build_prompt
-from minipods.fast.inference import folded_copy
+from minipods.fast.cache import RoomyLayer, roomy_cache
+from minipods.fast.inference import PackedLinear, _decode_attention, folded_copy, onednn_linear_available
 from minipods.fast.rollouts import generate_rollouts
 from minipods.fast.sampler import InverseCDFSampler, sample_inverse_cdf
 from minipods.fast.update import shared_logprobs, shared_prompt_states
@@ -33,13 +34,15 @@ def _plain_greedy(model, tok, prompts, n, new):
     return ro.completion_ids[:, :int(ro.completion_mask.sum(1).max())]
 
 
-@pytest.mark.parametrize("fold,batch_size", [(True, 64), (False, 64), (True, 4)])
-def test_greedy_fp32_equals_plain_generate(fold, batch_size):
+@pytest.mark.parametrize("fold,batch_size,pack,grow", [(True, 64, None, True), (False, 64, None, True),
+                                                       (True, 4, None, True), (True, 64, False, False)])
+def test_greedy_fp32_equals_plain_generate(fold, batch_size, pack, grow):
     model, tok = _adapted()
     prompts = [build_prompt(tok, q) for q in PROMPTS]
     ro = generate_rollouts(model, tok, prompts, 3, max_new_tokens=30, do_sample=False, batch_size=batch_size,
-                           fold_adapter=fold)
+                           fold_adapter=fold, pack_weights=pack, grow_in_place=grow)
     assert ro.meta["folded"] is fold and ro.meta["shared_prefill"]
+    assert ro.meta["packed"] is (fold and pack is None and onednn_linear_available())
     ref = _plain_greedy(model, tok, prompts, 3, 30)
     assert torch.equal(ro.completion_ids[:, :ref.shape[1]], ref)
     assert (ro.completion_mask[:, ref.shape[1]:] == 0).all()
@@ -58,7 +61,8 @@ def test_folded_copy_leaves_policy_untouched_and_follows_updates(upcast):
     assert after.keys() == before.keys() and all(torch.equal(before[k], after[k]) for k in before)  # bit for bit
     assert len(list(model.parameters())) == n_params  # the copy is not a submodule of the policy
     assert model.config._attn_implementation == "sdpa"
-    assert (folded_copy(model, upcast=upcast).config._attn_implementation == "minipods_sdpa_upcast") is upcast
+    # pack follows upcast on a CPU with oneDNN: a float32 (upcast) copy gets the copy's attention
+    assert (folded_copy(model, upcast=upcast).config._attn_implementation == "minipods_copy_attention") is upcast
     # the copy computes the adapted policy: its logits match the unmerged model's (to bf16 rounding,
     # far below the adapter's own effect), before and after an update of the adapter
     x = tok(prompts[:1], return_tensors="pt", add_special_tokens=False).input_ids
@@ -223,3 +227,86 @@ def test_shared_prompt_falls_back_under_gradient_checkpointing(batch):
     ref, _ = _grad_after_update(batch, adv, 4, share=False)
     got, _ = _grad_after_update(batch, adv, 4, share=True, gc=True)
     assert ((got - ref).norm() / ref.norm()).item() <= 1e-5
+
+
+def test_shared_prompt_gradient_repeats_bit_for_bit_on_two_threads():
+    """Issue 24: with rows of one prompt summed into its prompt pass by advanced indexing
+    (keys[inv]), whose backward adds them in a thread-timing-dependent order, two identical
+    backward passes on 2 threads parted in the last bits. Sized so that the prompt's key/value
+    gradients (8 rows x 2 heads x P x 128) exceed the CPU kernel's parallel grain."""
+    model, tok = tiny_policy(seed=0, hidden=512, layers=1)
+    torch.manual_seed(0)
+    prompt = build_prompt(tok, "A much longer question about apples, pears, plums and the price of each?")
+    ro = generate_rollouts(model, tok, [prompt], 8, max_new_tokens=16, temperature=1.0)
+    assert ro.prompt_ids.shape[1] * 8 * 2 * 128 > 32768
+    weights = torch.linspace(-1, 1, 8)[:, None]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        grads = []
+        for _ in range(6):
+            model.zero_grad(set_to_none=True)
+            (shared_logprobs(model, ro, temperature=1.0) * weights).sum().backward()
+            grads.append(torch.cat([p.grad.flatten() for n, p in model.named_parameters() if "lora_B" in n]))
+    finally:
+        torch.set_num_threads(threads)
+    assert grads[0].abs().sum() > 0
+    assert all(torch.equal(grads[0], g) for g in grads[1:])
+
+
+# ---------------------------------------------------------------- decode levers, one by one
+@pytest.mark.skipif(not onednn_linear_available(), reason="torch built without oneDNN")
+def test_packed_linear_computes_the_linear_and_repacks():
+    g = torch.Generator().manual_seed(0)
+    w, b, x = torch.randn(300, 96, generator=g), torch.randn(300, generator=g), torch.randn(5, 1, 96, generator=g)
+    lin = PackedLinear(w, b)
+    assert lin.weight.shape == (300, 96) and lin.weight.numel() == w.numel()
+    want = torch.nn.functional.linear(x, w, b)
+    assert torch.allclose(lin(x), want, rtol=1e-5, atol=1e-5) and not torch.equal(lin(x), lin(x + 1e-3))
+    assert lin(x.bfloat16()).dtype == torch.bfloat16  # UpcastLinear's contract: float32 math, x's dtype out
+    lin.load_(2 * w)  # a refresh replaces the packed weight
+    assert torch.allclose(lin(x), torch.nn.functional.linear(x, 2 * w, b), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "bool", "additive"])
+def test_decode_attention_equals_sdpa_with_repeated_kv_heads(mask_kind):
+    g = torch.Generator().manual_seed(0)
+    B, Hq, Hk, L, d = 4, 6, 2, 13, 16
+    q = torch.randn(B, Hq, 1, d, generator=g)
+    k = torch.randn(B, Hk, 20, d, generator=g)[:, :, :L]  # a view of a roomier buffer, as RoomyLayer gives
+    v = torch.randn(B, Hk, 20, d, generator=g)[:, :, :L]
+    keep = torch.ones(B, 1, 1, L, dtype=torch.bool)
+    keep[1, ..., :4] = False  # left padding of row 1
+    mask = {"none": None, "bool": keep, "additive": torch.zeros(B, 1, 1, L).masked_fill(~keep, torch.finfo(torch.float32).min)}[mask_kind]
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k.repeat_interleave(Hq // Hk, 1),
+                                                           v.repeat_interleave(Hq // Hk, 1), attn_mask=mask, scale=0.3)
+    got = _decode_attention(None, q, k, v, mask, scaling=0.3)  # (B, 1, Hq, d)
+    assert got.shape == (B, 1, Hq, d)
+    assert torch.allclose(got, ref.transpose(1, 2), atol=1e-6)
+    if mask_kind != "none":  # the padded keys get no weight: changing them changes nothing
+        k2 = k.clone()
+        k2[1, :, :4] = 100.0
+        assert torch.allclose(_decode_attention(None, q, k2, v, mask, scaling=0.3), got, atol=1e-6)
+
+
+def test_roomy_layer_holds_what_concatenation_would_and_grows_past_its_room():
+    g = torch.Generator().manual_seed(0)
+    steps = [torch.randn(2, 3, t, 4, generator=g) for t in (5, 1, 1, 1, 2)]
+    cache = roomy_cache([(steps[0], -steps[0])], room=2)  # room for 2 more: the third update must grow it
+    for t in steps[1:]:
+        cache.update(t, -t, 0)
+    want = torch.cat(steps, 2)
+    assert torch.equal(cache.layers[0].keys, want) and torch.equal(cache.layers[0].values, -want)
+    assert cache.get_seq_length() == want.shape[2] and isinstance(cache.layers[0], RoomyLayer)
+
+
+def test_in_place_cache_and_decode_attention_sample_the_same_tokens():
+    """The in-place KV cache holds the very numbers concatenation would: seeded sampled rollouts
+    with and without it are identical token for token."""
+    model, tok = _adapted()
+    prompts = [build_prompt(tok, q) for q in PROMPTS[:2]]
+    runs = []
+    for grow in (True, False):
+        torch.manual_seed(3)
+        runs.append(generate_rollouts(model, tok, prompts, 4, max_new_tokens=20, grow_in_place=grow).completion_ids)
+    assert torch.equal(runs[0], runs[1])

@@ -52,28 +52,86 @@ class UpcastLinear(torch.nn.Module):
         return torch.nn.functional.linear(x.float(), self.weight, self.bias).to(x.dtype)
 
 
-def _sdpa_upcast(module, query, key, value, attention_mask, **kwargs):
-    """transformers' SDPA attention on float32 upcasts of bf16/fp16 q, k, v (exact), output cast
-    back: the math of a reduced-precision attention kernel with float32 accumulation, without the
-    CPU's slow bf16 path."""
+def onednn_linear_available() -> bool:
+    """Whether torch has oneDNN's packed-weight linear (CPU builds with MKLDNN, the default)."""
+    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+
+
+class PackedLinear(torch.nn.Module):
+    """UpcastLinear's math (y = x @ W.T + b in float32, returned in x's dtype) run by oneDNN on a
+    weight packed into its blocked layout once per refresh: the weight prepacking that
+    torch.compile's CPU freezing applies, without compiling. At a decode step's few rows per
+    matmul the packed kernel runs well ahead of the plain float32 GEMM on the block linears and the
+    LM head (docs/performance.md). Results agree with F.linear to float32 rounding, not bit for bit
+    (another summation order)."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None):
+        super().__init__()
+        self.out_features, self.in_features = weight.shape
+        self.register_buffer("bias", None if bias is None else bias.detach().float(), persistent=False)
+        self.load_(weight)
+
+    @torch.no_grad()
+    def load_(self, weight: torch.Tensor) -> None:
+        """Pack (out, in) `weight` (any float dtype; its values are kept exactly in float32)."""
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach().float().contiguous())
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The packed (out, in) weight (an opaque oneDNN tensor: shape, dtype and size only)."""
+        return self.packed
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.ops.mkldnn._linear_pointwise(x.float(), self.packed, self.bias, "none", [], "")
+        return y.to(x.dtype)
+
+
+def _decode_attention(module, query, key, value, attention_mask, scaling: float | None = None):
+    """Attention of one query token per row (a decode step) as two small matmuls: (B, Hq, 1, d)
+    queries against (B, Hk, L, d) keys/values, the Hq / Hk query heads that share a KV head taken
+    as that many query rows (no repeated keys). At a decode step's shapes this runs well ahead of
+    the CPU's flash-attention kernel (docs/performance.md); the same softmax(q k^T * scale + mask) v
+    to float32 rounding. Returns (B, 1, Hq, d), as transformers' attention functions do."""
+    B, Hq, _, d = query.shape
+    Hk = key.shape[1]
+    q = query.reshape(B, Hk, Hq // Hk, d)  # (B, Hk, g, d): query heads grouped by their KV head
+    s = torch.matmul(q, key.transpose(-1, -2)) * (scaling if scaling is not None else d ** -0.5)  # (B, Hk, g, L)
+    if attention_mask is not None:  # (B, 1, 1, L): bool (True = attend) or additive
+        s = s.masked_fill(~attention_mask, float("-inf")) if attention_mask.dtype == torch.bool else s + attention_mask
+    out = torch.matmul(s.softmax(-1), value)  # (B, Hk, g, d)
+    return out.reshape(B, Hq, 1, d).transpose(1, 2).contiguous()
+
+
+def _copy_attention(module, query, key, value, attention_mask, **kwargs):
+    """The inference copy's attention: transformers' SDPA attention computed in float32 (upcasts of
+    bf16/fp16 q, k, v are exact: the math of a reduced-precision kernel with float32 accumulation,
+    without a CPU's slow bf16 path), with decode steps (one query token) by _decode_attention.
+    Output cast back to the query's dtype."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
+    dtype = query.dtype
+    query, key, value = query.float(), key.float(), value.float()
     if attention_mask is not None and attention_mask.is_floating_point():
         attention_mask = attention_mask.float()
-    out, w = sdpa_attention_forward(module, query.float(), key.float(), value.float(), attention_mask, **kwargs)
-    return out.to(query.dtype), w
+    plain = kwargs.get("dropout", 0.0) == 0.0 and kwargs.get("softcap") is None and kwargs.get("position_bias") is None
+    if query.shape[2] == 1 and plain and key.shape[1] and query.shape[1] % key.shape[1] == 0 and (
+            attention_mask is None or attention_mask.shape[1:3] == (1, 1)):
+        out = _decode_attention(module, query, key, value, attention_mask, kwargs.get("scaling"))
+    else:
+        out, _ = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+    return out.to(dtype), None
 
 
-def _use_upcast_attention(model) -> bool:
-    """Switch `model` (the folded copy: its config is its own) from "sdpa" to _sdpa_upcast."""
+def _use_copy_attention(model) -> bool:
+    """Switch `model` (the folded copy: its config is its own) from "sdpa" to _copy_attention."""
     from transformers import AttentionInterface
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 
     if getattr(model.config, "_attn_implementation", None) != "sdpa":
         return False
-    AttentionInterface.register("minipods_sdpa_upcast", _sdpa_upcast)
-    ALL_MASK_ATTENTION_FUNCTIONS.register("minipods_sdpa_upcast", sdpa_mask)  # the masks SDPA takes
-    model.set_attn_implementation("minipods_sdpa_upcast")
+    AttentionInterface.register("minipods_copy_attention", _copy_attention)
+    ALL_MASK_ATTENTION_FUNCTIONS.register("minipods_copy_attention", sdpa_mask)  # the masks SDPA takes
+    model.set_attn_implementation("minipods_copy_attention")
     return True
 
 
@@ -81,8 +139,8 @@ class _Folded:
     """Holder for the copy (a plain object, so nn.Module does not register the copy as a submodule
     of the policy: its parameters stay out of model.parameters(), state_dict() and the optimizer)."""
 
-    def __init__(self, copy, pairs, upcast):
-        self.copy, self.pairs, self.upcast = copy, pairs, upcast
+    def __init__(self, copy, pairs, upcast, pack):
+        self.copy, self.pairs, self.upcast, self.pack = copy, pairs, upcast, pack
 
 
 def _foldable_lora_layers(model) -> list[tuple[str, object]] | None:
@@ -116,7 +174,7 @@ def _fold(m) -> torch.Tensor:
 
 
 @torch.no_grad()
-def folded_copy(model, upcast: bool | None = None):
+def folded_copy(model, upcast: bool | None = None, pack: bool | None = None):
     """The policy with its active LoRA adapter folded in, as a separate eval-mode model; None where
     folding does not apply (see _foldable_lora_layers; in particular 4-bit models, whose copy would
     be a full-precision one: they generate with the unmerged adapter instead).
@@ -128,6 +186,10 @@ def folded_copy(model, upcast: bool | None = None):
     linears and the head). Otherwise it holds one copy of the LoRA-targeted weights in their dtype
     and shares the head.
 
+    pack (None = on a CPU with oneDNN when the copy computes in float32: a float32 model, or
+    upcast): the copy's linears and LM head are PackedLinear instead (the same values, packed for
+    oneDNN's small-batch kernels; the head becomes the copy's own packed weight).
+
     Built once and cached on `model`; each call refreshes every copied weight from the policy's
     current tensors (cheap next to generating; no stale copy after an update or an adapter load).
     The policy's own tensors are only read.
@@ -138,8 +200,11 @@ def folded_copy(model, upcast: bool | None = None):
     w0 = layers[0][1].base_layer.weight
     if upcast is None:
         upcast = w0.device.type == "cpu" and w0.dtype in (torch.bfloat16, torch.float16) and not native_bf16_cpu()
+    if pack is None:
+        pack = w0.device.type == "cpu" and (upcast or w0.dtype == torch.float32) and onednn_linear_available()
     held = model.__dict__.get(_FOLD_ATTR)
-    if held is None or held.upcast != upcast or held.copy.device != w0.device or len(held.pairs) < len(layers):
+    if (held is None or (held.upcast, held.pack) != (upcast, pack) or held.copy.device != w0.device
+            or len(held.pairs) < len(layers)):
         import copy as _copy
 
         base = model.get_base_model()
@@ -151,21 +216,24 @@ def folded_copy(model, upcast: bool | None = None):
         for name, m in layers:
             parent, _, child = name.rpartition(".")
             lin = cp.get_submodule(name).base_layer  # the copy's own nn.Linear (fresh weight tensor)
-            if upcast:
-                lin = UpcastLinear(lin.weight, lin.bias)
+            if pack or upcast:
+                lin = (PackedLinear if pack else UpcastLinear)(lin.weight, lin.bias)
             setattr(cp.get_submodule(parent) if parent else cp, child, lin)
             pairs.append((m, m.base_layer.weight, lin))
         head = cp.get_output_embeddings()
-        if upcast and type(head) is torch.nn.Linear:  # the LM head is a large share of a small model's decode FLOPs
-            up = UpcastLinear(head.weight, head.bias)
+        if (pack or upcast) and type(head) is torch.nn.Linear:  # a large share of a small model's decode FLOPs
+            up = (PackedLinear if pack else UpcastLinear)(head.weight, head.bias)
             cp.set_output_embeddings(up)
             pairs.append((None, base.get_output_embeddings().weight, up))
-        if upcast:
-            _use_upcast_attention(cp)
+        if upcast or pack:
+            _use_copy_attention(cp)
         cp.eval()
-        held = _Folded(cp, pairs, upcast)
+        held = _Folded(cp, pairs, upcast, pack)
         model.__dict__[_FOLD_ATTR] = held  # plain attribute (see _Folded)
     for m, src, dst in held.pairs:  # refresh: cheap next to a rollout phase
-        w = src.float() if m is None else _fold(m)
-        dst.weight.copy_(w.to(src.dtype))  # one rounding to the policy's dtype (exact upcast if float32)
+        w = (src.float() if m is None else _fold(m)).to(src.dtype)  # one rounding to the policy's dtype
+        if isinstance(dst, PackedLinear):
+            dst.load_(w)
+        else:
+            dst.weight.copy_(w)  # (exact upcast if float32)
     return held.copy

@@ -3,7 +3,7 @@
 Same prompts in, same `Rollouts` out, the same distribution sampled (tests/test_fast.py holds it
 equal to the plain reference: greedy completions identical in float32, sampled tokens within
 sampling noise, the policy's weights never written). HF `generate` still runs the decode loop;
-three levers make it cheaper (docs/performance.md has what each buys, measured):
+five levers make it cheaper (docs/performance.md has what each buys, measured):
 
   * shared prefill: each distinct prompt runs through the model once (all but its last token) and
     its KV cache is copied to its n rows, instead of prefilling the same prompt n times;
@@ -11,7 +11,11 @@ three levers make it cheaper (docs/performance.md has what each buys, measured):
     RNG, instead of `torch.multinomial`;
   * on CPU, decoding with a separate inference copy of the policy whose weights hold the LoRA
     adapter folded in (minipods.fast.inference; the trained weights are never touched), with
-    float32 upcasts of bf16 weights on CPUs without native bf16 matmuls.
+    float32 upcasts of bf16 weights on CPUs without native bf16 matmuls;
+  * on CPU, that copy's linears and LM head hold oneDNN packed weights (inference.PackedLinear),
+    whose small-batch kernels beat the plain float32 GEMM at a decode step's few rows;
+  * a KV cache that writes each step into room allocated once (minipods.fast.cache) instead of
+    concatenating, which copies every layer's whole cache every step.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ import time
 
 import torch
 
-from minipods.fast.inference import can_fold, folded_copy
+from minipods.fast.cache import roomy_cache
+from minipods.fast.inference import PackedLinear, can_fold, folded_copy
 from minipods.fast.sampler import InverseCDFSampler
 from minipods.model import base_model_of, generation_mode
 from minipods.rollouts import Rollouts, assemble, eos_ids, positions_from_mask, repeat_prompts
@@ -44,17 +49,21 @@ def prefill_distinct(model, ids: torch.Tensor, am: torch.Tensor):
     return [(layer.keys, layer.values) for layer in cache.layers]
 
 
-def _decode(gen, prompt_ids, prompt_mask, group, kv, starts, batch_size, sampler, max_new_tokens, pad, eos):
+def _decode(gen, prompt_ids, prompt_mask, group, kv, starts, batch_size, sampler, max_new_tokens, pad, eos,
+            roomy=True):
     """`generate` over the rows in chunks, each row starting from its prompt's cache when there is one."""
     from transformers import DynamicCache
 
     device, P, chunks = next(gen.parameters()).device, prompt_ids.shape[1], []
     for s in starts:
         ids, am = prompt_ids[s:s + batch_size].to(device), prompt_mask[s:s + batch_size].to(device)
-        cache = None
-        if kv is not None:  # index_select copies: the rows diverge from here on
+        rows = None
+        if kv is not None:  # each row starts from a copy of its prompt's keys/values
             g = group[s:s + batch_size].to(device)
-            cache = DynamicCache(ddp_cache_data=[(k[g], v[g]) for k, v in kv])
+            rows = [(k[g], v[g]) for k, v in kv]
+        cache = roomy_cache(rows, room=max_new_tokens) if roomy else None
+        if cache is None and rows is not None:
+            cache = DynamicCache(ddp_cache_data=rows)
         out = gen.generate(input_ids=ids, attention_mask=am, past_key_values=cache, max_new_tokens=max_new_tokens,
                            do_sample=False, logits_processor=sampler, temperature=None, top_p=None, top_k=None,
                            pad_token_id=pad, eos_token_id=eos)
@@ -66,7 +75,8 @@ def _decode(gen, prompt_ids, prompt_mask, group, kv, starts, batch_size, sampler
 def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_tokens: int = 256,
                       temperature: float = 0.9, top_p: float = 1.0, batch_size: int = 64,
                       max_prompt_tokens: int | None = None, do_sample: bool = True,
-                      progress: bool = False, fold_adapter: bool | None = None) -> Rollouts:
+                      progress: bool = False, fold_adapter: bool | None = None, pack_weights: bool | None = None,
+                      grow_in_place: bool = True) -> Rollouts:
     """minipods.rollouts.generate_rollouts, fast. Arguments as there (the same guarantees on
     batch_size: greedy completions independent of it; sampled ones reproducible for a seed and
     batch_size, each row drawing one uniform per step in chunk order), plus
@@ -75,6 +85,10 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
         copy of the weights, refreshed each call). None = on CPU where it applies. It never applies
         to 4-bit models (the copy would cost them their memory advantage): they decode with the
         unmerged adapter. On CUDA it is opt-in (True): it costs one more copy of the adapted weights.
+    pack_weights: the folded copy's linears as oneDNN packed weights (folded_copy's `pack`; None =
+        where it applies: a float32 copy on a CPU).
+    grow_in_place: decode with fast.cache's KV cache that writes into preallocated room instead of
+        concatenating every step.
     meta of the result: fold_s, prefill_s, decode_s (seconds), steps (decode steps), folded and
     shared_prefill (which levers applied).
     """
@@ -94,15 +108,16 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
 
     t0 = time.perf_counter()
     with generation_mode(model):
-        gen = (folded_copy(model) if fold_adapter else None) or model
+        gen = (folded_copy(model, pack=pack_weights) if fold_adapter else None) or model
         t1 = time.perf_counter()
         kv = prefill_distinct(gen, ids.to(device), am.to(device))  # [(G, h, P-1, d)] * layers
         t2 = time.perf_counter()
         chunks = _decode(gen, prompt_ids, prompt_mask, group, kv, starts, batch_size, sampler, max_new_tokens,
-                         pad, eos)
+                         pad, eos, grow_in_place)
     if device.type == "cuda":
         torch.cuda.synchronize()
     t3 = time.perf_counter()
     meta = {"fold_s": t1 - t0, "prefill_s": t2 - t1, "decode_s": t3 - t2, "steps": max(c.shape[1] for c in chunks),
-            "folded": gen is not model, "shared_prefill": kv is not None}
+            "folded": gen is not model, "shared_prefill": kv is not None,
+            "packed": any(isinstance(m, PackedLinear) for m in gen.modules()), "grown_in_place": grow_in_place}
     return assemble(tokenizer, prompt_ids, prompt_mask, group, chunks, eos, pad, n, t3 - t0, meta)

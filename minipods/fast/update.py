@@ -45,11 +45,15 @@ def shared_prompt_states(model, mb: Rollouts) -> torch.Tensor | None:
     if type(cache) is not DynamicCache or any(type(layer) is not DynamicLayer for layer in cache.layers):
         return None
     # every row continues from its prompt's keys/values; indexing keeps the autograd graph, so the
-    # rows' gradients are summed into the one prompt pass
-    rows = DynamicCache(ddp_cache_data=[(layer.keys[inv], layer.values[inv]) for layer in cache.layers])
+    # rows' gradients are summed into the one prompt pass. index_select, not keys[inv]: the backward
+    # of advanced indexing (index_put_ with accumulate) adds the rows of one prompt in a thread-timing-
+    # dependent order on a multi-threaded CPU, so seeded runs parted in the last bits
+    # (docs/results.md); index_select's backward (index_add_) adds them in a fixed order.
+    rows = DynamicCache(ddp_cache_data=[(layer.keys.index_select(0, inv), layer.values.index_select(0, inv))
+                                        for layer in cache.layers])
     h_c = backbone(input_ids=ids[:, P:], attention_mask=am, position_ids=pos[:, P:], past_key_values=rows,
                    use_cache=True).last_hidden_state  # (B, C, H)
-    h_last = out.last_hidden_state[:, -1][inv]  # (B, H): the last prompt position predicts token 0
+    h_last = out.last_hidden_state[:, -1].index_select(0, inv)  # (B, H): the last prompt position predicts token 0
     return torch.cat([h_last[:, None], h_c[:, :-1]], 1)
 
 

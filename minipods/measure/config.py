@@ -25,7 +25,7 @@ class SpeedSettings:
     speed_prompts: int = setting(4, "distinct prompts in the fast-vs-plain rollout and update measurements (--small: 4)")
     speed_n: int = setting(8, "rollouts per prompt there (--small: 8)")
     speed_m: int = setting(4, "kept rollouts per prompt in the fast-vs-plain update (--small: 4)")
-    speed_max_new_tokens: int = setting(96, "rollout length there (--small: 96; quick: 32)")
+    speed_max_new_tokens: int = setting(64, "rollout length there (--small: 64; quick: 32)")
     speed_temperature: float = setting(0.7, "sampling temperature there (--small: 0.7)")
     speed_rounds: int = setting(2, "alternating fast/plain rollout rounds (quick: 1)")
     speed_update_rounds: int = setting(1, "alternating fast/plain/unshared update rounds")

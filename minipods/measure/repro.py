@@ -5,7 +5,8 @@ question is which op first computed something else. This tool runs the same trai
 (in this process, with a fresh policy and the same seeds each time; or against a fingerprint file
 that another process wrote, `--save` / `--against`) and fingerprints, in order, every tensor a step
 makes: the RNG state at the step's start, every module's forward output (the policy's and the fast
-engine's inference copy's, in call order), the rollout tokens, the rewards and kept rows, every
+engine's inference copy's, in call order), the gradient each module's backward passes on (in
+backward order), the rollout tokens, the rewards and kept rows, every
 trainable parameter's gradient before the optimizer steps, and the weights after it. It prints the
 first fingerprint that differs, with the last one that agreed: a divergence located to an op.
 
@@ -63,6 +64,12 @@ class Recorder:
         if isinstance(out, torch.Tensor):
             self.add(self.names.get(id(module), type(module).__name__), out)
 
+    def backward_hook(self, module, grad_input, grad_output) -> None:
+        """The gradient a module's backward passes toward its input, in backward order."""
+        g = next((t for t in grad_input if isinstance(t, torch.Tensor)), None)
+        if g is not None:
+            self.add(f"backward {self.names.get(id(module), type(module).__name__)}", g)
+
 
 def record_run(cfg, steps: int, policy=None) -> list[tuple[str, str]]:
     """Fingerprints of `steps` training steps from a fresh policy (the seeds train() sets).
@@ -89,6 +96,7 @@ def record_run(cfg, steps: int, policy=None) -> list[tuple[str, str]]:
 
     optimizer.step = step_with_grads
     handle = torch.nn.modules.module.register_module_forward_hook(rec.hook)
+    back = torch.nn.modules.module.register_module_full_backward_hook(rec.backward_hook)
     try:
         for step in range(1, steps + 1):
             rec.prefix = f"step {step}: "
@@ -100,6 +108,7 @@ def record_run(cfg, steps: int, policy=None) -> list[tuple[str, str]]:
                 rec.add(f"weight {n}", p)
     finally:
         handle.remove()
+        back.remove()
     return rec.rows
 
 

@@ -3,16 +3,16 @@
 Paper (Section 3): PODS assumes the inference phase is cheap next to the update. That holds only
 if the rollout code runs near what the hardware allows; these measurements say how near. They are
 the second half of `python -m minipods.bench`'s rollout and update parts (measure/bench.py registers
-them with `with_speed`), at the --small preset's shape (4 prompts x n=8, 96 new tokens, T=0.7, m=4):
+them with `with_speed`), at the --small preset's shape (4 prompts x n=8, 64 new tokens, T=0.7, m=4):
 
   rollout  the fast engine's generate_rollouts (minipods.fast.rollouts: shared prefill, inverse-CDF
-           sampler, folded adapter) vs a plain
+           sampler, folded adapter, oneDNN packed weights, in-place KV cache) vs a plain
            `model.generate(do_sample=True)` on the n-times repeated prompts: real tokens/s of each
            and their ratio, measured alternately in one process (robust to a shared machine's
            load). Also this machine's matmul TFLOP/s (bf16, fp32) and memory GB/s (small
            microbenchmarks), the roofline time of one decode step at the measured shape
            (weights + KV cache read / GB/s vs FLOPs / TFLOP/s, the larger) and the achieved time
-           per decode step as "N x the limit".
+           per decode step as "N x the limit"; then each switchable lever turned off alone.
   update   grpo_update with the shared-prompt pass (logprob_fn=fast.update.shared_logprobs: each
            distinct prompt run once per micro-batch) vs a plain PyTorch GRPO step on the same rows
            (forward each [prompt | completion] row, full log_softmax, gather, backward), and vs
@@ -28,7 +28,7 @@ import time
 
 import torch
 
-from minipods.fast.inference import folded_copy
+from minipods.fast.inference import PackedLinear, folded_copy
 from minipods.measure.common import best_seconds, fmt_s, fmt_x
 
 
@@ -79,7 +79,7 @@ def decode_roofline(model, batch: int, context: float, limits: dict) -> dict:
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     blocks = base.get_decoder().layers
     mats = [t for n, t in list(blocks.named_parameters()) + list(blocks.named_buffers())
-            if t.dim() == 2 and "lora_" not in n]
+            if t.dim() == 2 and "lora_" not in n] + [m.packed for m in blocks.modules() if isinstance(m, PackedLinear)]
     head = base.get_output_embeddings().weight
     n_w = sum(t.numel() for t in mats) + head.numel()
     w_bytes = sum(t.numel() * t.element_size() for t in mats) + head.numel() * head.element_size()
@@ -106,10 +106,11 @@ def plain_generate(model, tok, prompts: list[str], n: int, max_new_tokens: int, 
     return {"seconds": ro.seconds, "tokens": ro.num_tokens, "steps": ro.completion_ids.shape[1]}
 
 
-def rollout_speed(model, tok, prompts: list[str], n: int = 8, max_new_tokens: int = 96, temperature: float = 0.7,
-                  rounds: int = 2, seed: int = 0, limits: dict | None = None) -> dict:
+def rollout_speed(model, tok, prompts: list[str], n: int = 8, max_new_tokens: int = 64, temperature: float = 0.7,
+                  rounds: int = 2, seed: int = 0, limits: dict | None = None, ablate: bool = True) -> dict:
     """The fast engine's generate_rollouts vs plain_generate at one shape, alternating `rounds` times
-    (each after a short warm-up); tokens/s are total real tokens over total seconds of each side."""
+    (each after a short warm-up); tokens/s are total real tokens over total seconds of each side.
+    ablate: also lever_ablation (each lever off alone) at the same shape."""
     from minipods.fast.rollouts import generate_rollouts
 
     generate_rollouts(model, tok, prompts[:1], 2, max_new_tokens=4, temperature=temperature)  # warm-up
@@ -139,8 +140,36 @@ def rollout_speed(model, tok, prompts: list[str], n: int = 8, max_new_tokens: in
             "rounds": rounds, "threads": torch.get_num_threads(), "fast": f, "plain": p,
             "ratio": f["tokens_per_s"] / p["tokens_per_s"],
             "fast_parts_s": {k: sum(m[k] for m in meta) / len(meta) for k in ("fold_s", "prefill_s", "decode_s")},
-            "levers": {k: meta[0][k] for k in ("folded", "shared_prefill")},
-            "limits": limits, "roofline": roof, "decode_step_s": step_s, "x_limit": step_s / roof["limit_s"]}
+            "levers": {k: meta[0][k] for k in ("folded", "shared_prefill", "packed", "grown_in_place")},
+            "limits": limits, "roofline": roof, "decode_step_s": step_s, "x_limit": step_s / roof["limit_s"],
+            "levers_alone": lever_ablation(model, tok, prompts, n, max_new_tokens, temperature, rounds, seed)
+            if ablate else {}}
+
+
+LEVERS = {"all levers": {}, "without the oneDNN packed weights": {"pack_weights": False},
+          "without the in-place KV cache": {"grow_in_place": False},
+          "without the folded copy (nor packing)": {"fold_adapter": False}}
+
+
+def lever_ablation(model, tok, prompts: list[str], n: int, max_new_tokens: int, temperature: float,
+                   rounds: int = 2, seed: int = 0) -> dict:
+    """Each switchable lever of the fast engine turned off alone (LEVERS), alternating with the
+    others `rounds` times at one shape: seconds per decode step and real tokens/s of each."""
+    from minipods.fast.rollouts import generate_rollouts
+
+    out = {k: {"decode_s": 0.0, "steps": 0, "seconds": 0.0, "tokens": 0} for k in LEVERS}
+    for r in range(rounds):
+        for name, kw in LEVERS.items():
+            torch.manual_seed(seed + r)
+            ro = generate_rollouts(model, tok, prompts, n, max_new_tokens=max_new_tokens, temperature=temperature,
+                                   batch_size=len(prompts) * n, **kw)
+            o = out[name]
+            o["decode_s"] += ro.meta["decode_s"]
+            o["steps"] += ro.meta["steps"]
+            o["seconds"] += ro.seconds
+            o["tokens"] += ro.num_tokens
+    return {k: {"decode_step_s": o["decode_s"] / o["steps"], "tokens_per_s": o["tokens"] / o["seconds"]}
+            for k, o in out.items()}
 
 
 def rows_rollout_speed(r: dict) -> list[list[str]]:
@@ -149,7 +178,7 @@ def rows_rollout_speed(r: dict) -> list[list[str]]:
     parts = r["fast_parts_s"]
     return [
         ["rollout", f"plain generate ({shape})", f"{p['tokens_per_s']:.1f} tok/s, {fmt_s(p['seconds_per_call'])}/call"],
-        ["rollout", "generate_rollouts (shared prefill, inverse-CDF, folded)",
+        ["rollout", "generate_rollouts (all levers: " + ", ".join(k for k, on in r["levers"].items() if on) + ")",
          f"{f['tokens_per_s']:.1f} tok/s, {fmt_s(f['seconds_per_call'])}/call (fold {fmt_s(parts['fold_s'])}, "
          f"prefill {fmt_s(parts['prefill_s'])}, decode {fmt_s(parts['decode_s'])})"],
         ["rollout", "generate_rollouts / plain tokens/s", fmt_x(r["ratio"])],
@@ -159,7 +188,8 @@ def rows_rollout_speed(r: dict) -> list[list[str]]:
          f"{fmt_s(roof['limit_s'])} ({roof['bound']}-bound: {roof['weight_mb'] + roof['kv_mb']:.0f} MB read "
          f"= {fmt_s(roof['memory_s'])}, {roof['gflop']:.1f} GFLOP = {fmt_s(roof['compute_s'])})"],
         ["rollout", "achieved decode step", f"{fmt_s(r['decode_step_s'])} = {r['x_limit']:.1f} x the limit"],
-    ]
+    ] + [["rollout", f"levers: {k}", f"{fmt_s(v['decode_step_s'])}/decode step, {v['tokens_per_s']:.1f} tok/s"]
+         for k, v in r.get("levers_alone", {}).items()]
 
 
 # ---------------------------------------------------------------- update: fast vs plain GRPO step

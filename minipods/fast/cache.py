@@ -1,0 +1,56 @@
+"""A KV cache that grows in place (a lever of the fast rollout engine).
+
+transformers' DynamicLayer appends each decode step's keys/values with `torch.cat`, which copies the
+layer's whole cache every step: for B rows, h KV heads, L cached positions and head size d, that is
+2 * B * h * L * d numbers moved per layer and step to store 2 * B * h * d new ones. RoomyLayer
+allocates room for the whole completion once and writes each step into it; attention sees the same
+values (a view of the filled part), so the outputs are identical (tests/test_fast.py).
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
+
+
+class RoomyLayer(DynamicLayer):
+    """A DynamicLayer whose keys/values are views of a buffer with `room` spare positions."""
+
+    def __init__(self, room: int):
+        super().__init__()
+        self.room = room
+        self._k = self._v = None  # (B, h, capacity, d) buffers; self.keys/values view their filled part
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        n, t = self.get_seq_length(), key_states.shape[-2]
+        if (self._k is None or n + t > self._k.shape[-2] or self.keys.shape[0] != key_states.shape[0]
+                or (n and self.keys.data_ptr() != self._k.data_ptr())):  # first call, full, or keys replaced
+            self._k, self._v = self._grow(self.keys, n, key_states, n + t + self.room), \
+                self._grow(self.values, n, value_states, n + t + self.room)
+        self._k[:, :, n:n + t].copy_(key_states)
+        self._v[:, :, n:n + t].copy_(value_states)
+        self.keys, self.values = self._k[:, :, :n + t], self._v[:, :, :n + t]  # (B, h, n + t, d) views
+        return self.keys, self.values
+
+    @staticmethod
+    def _grow(old: torch.Tensor, n: int, new: torch.Tensor, capacity: int) -> torch.Tensor:
+        B, h, _, d = new.shape
+        buf = new.new_empty(B, h, capacity, d)
+        if n:
+            buf[:, :, :n].copy_(old)
+        return buf
+
+
+def roomy_cache(kv: list[tuple[torch.Tensor, torch.Tensor]] | None, room: int) -> DynamicCache:
+    """A DynamicCache of RoomyLayers, holding `kv` (one (keys, values) pair per layer, (B, h, L, d))
+    when given, else empty (filled by the prompt's prefill); `room`: positions to allocate beyond
+    what it holds (the completion length)."""
+    cache = DynamicCache()
+    cache.layer_class_to_replicate = lambda: RoomyLayer(room)
+    for k, v in kv or []:
+        cache.layers.append(RoomyLayer(room))
+        cache.layers[-1].update(k, v)
+    return cache
