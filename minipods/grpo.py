@@ -160,7 +160,7 @@ def _micro_batches(batch: Rollouts, size: int):
 
 def grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, micro_batch_size: int = 4,
                 clip_eps: float = 0.2, beta: float = 0.0, temperature: float = 1.0, max_grad_norm: float | None = 1.0,
-                update_epochs: int = 1, chunk_tokens: int = 512, logprob_fn=None) -> dict:
+                update_epochs: int = 1, chunk_tokens: int = 512, logprob_fn=None, num_tokens: int | None = None) -> dict:
     """Update the policy on `batch` (the kept rollouts) with per-row `advantages` (B,).
 
     Gradients are accumulated over micro-batches of `micro_batch_size` sequences. A non-finite
@@ -168,9 +168,11 @@ def grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, mic
     logprob_fn(model, mb, temperature, chunk_tokens) -> (b, C) log-probs of a micro-batch: None is
     `rollout_logprobs` (one pass per row); minipods.fast.update.shared_logprobs gives the same
     values with each distinct prompt run once.
+    num_tokens: the token count the loss is averaged over; None = the batch's completion tokens
+    (minipods.fast.update passes the full batch's when it leaves out rows that add nothing).
     Returns loss, grad_norm, kl, clip_frac, skipped.
     """
-    num_tokens = max(int(batch.completion_mask.sum()), 1)
+    num_tokens = num_tokens or max(int(batch.completion_mask.sum()), 1)
     params = [p for p in model.parameters() if p.requires_grad]
     mbs = [batch.select(ix) for ix in _micro_batches(batch, micro_batch_size)]
     advs = [advantages[ix] for ix in _micro_batches(batch, micro_batch_size)]

@@ -8,7 +8,7 @@ Paper, Algorithm 1 (PODS), one iteration per training step (`run_step`):
     4. down-sample: keep m of the n rollouts per question with a rule (`select_kept`:
        max_variance, the paper's choice; max_reward; random). `--method grpo` keeps all (n = m);
     5. policy-update phase: one GRPO update on the kept rollouts only (minipods.grpo; with --fast,
-       each distinct prompt runs once: minipods.fast.update).
+       each distinct prompt runs once and rows with advantage 0 are left out: minipods.fast.update).
 `train` repeats it, with evaluation, checkpoints and exact resume around it (minipods.checkpoint).
 The paper's single-GPU recipe is `--preset paper`; `--preset consumer` scales it to an 8-12 GB card
 (Qwen2.5-1.5B); `--small` is sized for a 2-core CPU and the offline default model.
@@ -45,7 +45,7 @@ from minipods.data import build_prompt, check_level, load_task
 from minipods.downsample import RULES, select_groups
 from minipods.evaluate import evaluate_to_file
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
-from minipods.fast.update import shared_logprobs
+from minipods.fast.update import fast_grpo_update
 from minipods.grpo import group_advantages, grpo_update
 from minipods.measure.memory import peak_mb
 from minipods.model import (DEFAULT_MODEL, ModelNotFoundError, check_quantize, default_device, load_policy,
@@ -68,7 +68,7 @@ class TrainConfig:
     lora_dropout: float = setting(0.0, "LoRA dropout")
     gradient_checkpointing: bool = setting(False, "recompute activations in backward (less memory, slower)")
     fast: bool = setting(True, "the fast engine (minipods.fast: shared prefill, inverse-CDF sampler, folded "
-                               "inference copy, shared-prompt update); --no-fast runs the plain reference")
+                               "inference copy, shared-prompt update without silent rows); --no-fast runs the plain reference")
     # PODS
     method: str = setting("pods", "grpo (update on all n rollouts, m = n) | pods (generate n, update on m)")
     n: int = setting(16, "rollouts generated per prompt")
@@ -123,11 +123,12 @@ PRESETS = {
     # within the budget; shorter rollouts also make every step cheaper. lr is higher than the paper's
     # because the run is ~100x shorter and the model ~20x smaller; temperature 0.7 because a 135M model
     # sampled at 0.9 rarely finishes a correct answer. dtype auto = float32 on a CPU: the same numbers on
-    # every CPU (bf16 is much slower on CPUs without native bf16 matmuls). Evaluation on 128 held-out
-    # questions at steps 0 and 16.
+    # every CPU (bf16 is much slower on CPUs without native bf16 matmuls). 32 steps, not 16: on weak seeds
+    # the completions stay at the cap with few rewarded groups for ~16 steps before they shorten
+    # (docs/results.md). Evaluation on 128 held-out questions at steps 0 and 32.
     "small": dict(model=DEFAULT_MODEL, data="synthetic", n=8, m=4, prompts_per_step=4, max_new_tokens=64,
                   max_prompt_tokens=256, temperature=0.7, lr=5e-4, max_grad_norm=1.0, lora_r=16, lora_alpha=32,
-                  max_steps=16, micro_batch_size=4, eval_every=16, eval_limit=128, eval_max_new_tokens=64,
+                  max_steps=32, micro_batch_size=4, eval_every=32, eval_limit=128, eval_max_new_tokens=64,
                   save_every=4, gen_batch_size=32, eval_batch_size=32, dtype="auto"),
     # The paper's single-GPU recipe (Qwen2.5-3B-Instruct, one L40S).
     "paper": dict(model="Qwen/Qwen2.5-3B-Instruct", quantize="4bit", lora_r=64, lora_alpha=64, lr=5e-6,
@@ -236,10 +237,11 @@ def run_step(model, tok, optimizer, cfg: TrainConfig, items: list[dict], step: i
     else:
         adv = group_advantages(rewards, ro.group)[kept]
     t1 = time.perf_counter()
-    upd = grpo_update(model, optimizer, kept_batch, adv, micro_batch_size=cfg.micro_batch_size,  # 5. update
-                      clip_eps=cfg.clip_eps, beta=cfg.beta, temperature=cfg.temperature,
-                      max_grad_norm=cfg.max_grad_norm or None, update_epochs=cfg.update_epochs,
-                      chunk_tokens=cfg.logprob_chunk, logprob_fn=shared_logprobs if cfg.fast else None)
+    update = fast_grpo_update if cfg.fast else grpo_update
+    upd = update(model, optimizer, kept_batch, adv, micro_batch_size=cfg.micro_batch_size,  # 5. update
+                 clip_eps=cfg.clip_eps, beta=cfg.beta, temperature=cfg.temperature,
+                 max_grad_norm=cfg.max_grad_norm or None, update_epochs=cfg.update_epochs,
+                 chunk_tokens=cfg.logprob_chunk)
     t2 = time.perf_counter()
     ckpt_io.fault_point("step:update")
     r_groups = rewards.view(-1, cfg.n)  # (P, n)

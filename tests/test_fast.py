@@ -310,3 +310,30 @@ def test_in_place_cache_and_decode_attention_sample_the_same_tokens():
         torch.manual_seed(3)
         runs.append(generate_rollouts(model, tok, prompts, 4, max_new_tokens=20, grow_in_place=grow).completion_ids)
     assert torch.equal(runs[0], runs[1])
+
+
+def test_update_without_silent_rows_gives_the_full_updates_weights(batch):
+    """fast_grpo_update leaves out rows with advantage 0 (here all of prompt 0's, as max-variance
+    keeps of a group whose rewards agree) and must still move every weight as the full update does;
+    with no signal at all, AdamW's all-zero-gradient step (weight decay) must happen too."""
+    from minipods.fast.update import fast_grpo_update
+
+    def weights_after(adv, fast, opt_cls=torch.optim.SGD, **opt_kw):
+        model, _ = _fresh()
+        params = [p for p in model.parameters() if p.requires_grad]
+        opt = opt_cls(params, **opt_kw)
+        upd = fast_grpo_update if fast else grpo_update
+        out = upd(model, opt, batch, adv, micro_batch_size=4, max_grad_norm=None, temperature=0.9)
+        return torch.cat([p.detach().flatten() for p in params]), out
+
+    adv = torch.tensor([0.0, 0.0, 0.0, 0.0, 1.0, -1.0, 0.3, -0.3])
+    ref, out_ref = weights_after(adv, fast=False, lr=1.0)
+    got, out = weights_after(adv, fast=True, lr=1.0)
+    before, _ = weights_after(torch.zeros(8), fast=False, lr=1.0)  # SGD on a zero gradient: unchanged
+    assert (ref - before).norm() > 0
+    assert ((got - ref).norm() / (ref - before).norm()).item() <= 1e-5
+    assert out["loss"] == pytest.approx(out_ref["loss"], rel=1e-5, abs=1e-7)  # averaged over all 8 rows' tokens
+    zero = torch.zeros(8)
+    ref, _ = weights_after(zero, fast=False, opt_cls=torch.optim.AdamW, lr=0.1, weight_decay=0.5)
+    got, _ = weights_after(zero, fast=True, opt_cls=torch.optim.AdamW, lr=0.1, weight_decay=0.5)
+    assert not torch.equal(ref, before) and torch.equal(got, ref)

@@ -54,7 +54,7 @@ DEFAULT_ARMS = ("grpo", "pods_max_variance")
 # --small's default arms: the paper's ablation (max-variance vs uniform random down-sampling) beside both GRPOs
 SMALL_ARMS = ("grpo", "grpo_same_n", "pods_max_variance", "pods_random")
 DONE = "DONE"  # marker file in a finished arm's folder
-SMALL_EVAL_EVERY = 4  # --small: evaluate at steps 0, 4, 8, 12 and 16 (five points of a curve per arm)
+SMALL_EVAL_EVERY = 8  # --small: evaluate at steps 0, 8, 16, 24 and 32 (five points of a curve per arm)
 UNBOUNDED_STEPS = 1_000_000  # --budget-s without --max-steps: the budget is the only limit
 # settings that may differ between a saved arm and a re-run of it without changing its results
 _NOT_COMPARED = {"resume", "progress", "output_dir", "device"}

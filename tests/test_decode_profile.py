@@ -1,0 +1,37 @@
+"""measure.decode_profile's part timer: exclusive times that add up to the root's, nothing counted
+outside the root (a fake clock makes it exact)."""
+import itertools
+
+import pytest
+
+from minipods.measure import decode_profile
+from minipods.measure.decode_profile import PartTimer
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    ticks = itertools.count()  # each read of the clock advances it by 1 s
+    monkeypatch.setattr(decode_profile.time, "perf_counter", lambda: float(next(ticks)))
+
+
+def test_part_timer_counts_each_second_once_in_the_innermost_part(clock):
+    t = PartTimer("loop")
+    t.enter("linear")  # outside the root: not counted
+    t.exit()
+    t.enter("loop")     # clock 2
+    t.enter("attention")  # 3
+    t.enter("cache")  # 4
+    t.exit()  # 5: cache 1
+    t.exit()  # 6: attention 3 - 1 = 2
+    t.enter("attention")  # 7
+    t.exit()  # 8: attention +1
+    t.exit()  # 9: loop 7 - (3 + 1) = 3
+    assert t.total == {"cache": 1.0, "attention": 3.0, "loop": 3.0}
+    assert sum(t.total.values()) == 9 - 2  # the root's inclusive time, split without overlap
+    assert t.stack == []
+
+
+def test_wrap_times_a_call_and_returns_its_value(clock):
+    t = PartTimer("f")
+    assert t.wrap("f", lambda x: 2 * x)(21) == 42
+    assert t.total == {"f": 1.0}
