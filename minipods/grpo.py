@@ -167,9 +167,8 @@ def grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, mic
     loss or gradient norm skips the optimizer step (counted in the returned `skipped`).
     logprob_fn(model, mb, temperature, chunk_tokens) -> (b, C) log-probs of a micro-batch: None is
     `rollout_logprobs` (one pass per row); minipods.fast.update.shared_logprobs gives the same
-    values with each distinct prompt run once.
-    num_tokens: the token count the loss is averaged over; None = the batch's completion tokens
-    (minipods.fast.update passes the full batch's when it leaves out rows that add nothing).
+    values with each distinct prompt run once. num_tokens: the loss averages over this many tokens
+    (None: the batch's; fast.update passes the full batch's when it leaves out silent rows).
     Returns loss, grad_norm, kl, clip_frac, skipped.
     """
     num_tokens = num_tokens or max(int(batch.completion_mask.sum()), 1)

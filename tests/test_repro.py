@@ -47,3 +47,13 @@ def test_two_runs_agree_and_a_perturbation_is_located():
     assert diff is not None and diff["a"][0] == diff["b"][0], diff
     assert diff["a"][0].endswith("model.layers.1") and diff["last_equal"][0].endswith("model.layers.1.mlp"), diff
     assert diff["last_equal"] == a[diff["index"] - 1]
+
+
+def test_index_check_names_the_fixed_order_ways():
+    from minipods.measure.repro import index_backward_check
+
+    r = index_backward_check(passes=4)
+    assert set(r) == {"x[inv]", "x.index_select(0, inv)", "x[inv], deterministic algorithms"}
+    assert r["x.index_select(0, inv)"]["repeats"] and r["x[inv], deterministic algorithms"]["repeats"]
+    assert all(v["ms_per_pass"] > 0 for v in r.values())
+    assert not torch.are_deterministic_algorithms_enabled()  # the setting is restored

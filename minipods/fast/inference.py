@@ -181,18 +181,13 @@ def folded_copy(model, upcast: bool | None = None, pack: bool | None = None):
 
     The folded weights are W + scale * B @ A computed in float32 and rounded once to the policy's
     dtype. upcast (None = a bf16/fp16 model on a CPU without native bf16): the copy's linears and
-    LM head are UpcastLinear, holding those same rounded values as float32, and its SDPA attention
-    runs on float32 upcasts too (same math, the fast kernels; memory: float32 copies of the block
-    linears and the head). Otherwise it holds one copy of the LoRA-targeted weights in their dtype
-    and shares the head.
-
-    pack (None = on a CPU with oneDNN when the copy computes in float32: a float32 model, or
-    upcast): the copy's linears and LM head are PackedLinear instead (the same values, packed for
-    oneDNN's small-batch kernels; the head becomes the copy's own packed weight).
+    LM head are UpcastLinear, holding those rounded values as float32, and attention runs on float32
+    upcasts too (same math, the fast kernels). pack (None = on a CPU with oneDNN when the copy
+    computes in float32): PackedLinear instead, the same values packed for oneDNN's small-batch
+    kernels. Otherwise the copy holds the LoRA-targeted weights in their dtype and shares the head.
 
     Built once and cached on `model`; each call refreshes every copied weight from the policy's
-    current tensors (cheap next to generating; no stale copy after an update or an adapter load).
-    The policy's own tensors are only read.
+    current tensors (no stale copy after an update or an adapter load); the policy's are only read.
     """
     layers = _foldable_lora_layers(model)
     if layers is None:

@@ -124,6 +124,39 @@ def first_difference(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> dict
     return None
 
 
+def index_backward_check(passes: int = 30, threads: int = 2) -> dict:
+    """The op that parted seeded runs, alone: m = 4 rows taking one prompt's (1, 3, 85, 64) values
+    (the shared-prompt update's shape at --small), `passes` identical backward passes on `threads`
+    threads. For advanced indexing (x[inv]), index_select, and x[inv] under
+    torch.use_deterministic_algorithms: whether every pass gave the same gradient bit for bit, and
+    ms per pass (forward + backward)."""
+    import time
+
+    g = torch.Generator().manual_seed(0)
+    base = torch.randn(1, 85, 3, 64, generator=g, requires_grad=True)
+    grad = torch.randn(4, 3, 149, 64, generator=g)  # the rows' prompt + completion positions
+    inv = torch.zeros(4, dtype=torch.long)
+    ways = {"x[inv]": (lambda x: x[inv], False), "x.index_select(0, inv)": (lambda x: x.index_select(0, inv), False),
+            "x[inv], deterministic algorithms": (lambda x: x[inv], True)}
+    saved, out = torch.get_num_threads(), {}
+    torch.set_num_threads(threads)
+    try:
+        for name, (take, det) in ways.items():
+            torch.use_deterministic_algorithms(det)
+            grads, t0 = [], time.perf_counter()
+            for _ in range(passes):
+                base.grad = None
+                rows = take(base.transpose(1, 2))  # (4, 3, 85, 64), as the cache holds them
+                torch.cat([rows, torch.zeros(4, 3, 64, 64)], 2).backward(grad)
+                grads.append(base.grad.clone())
+            out[name] = {"repeats": all(torch.equal(grads[0], x) for x in grads[1:]),
+                         "ms_per_pass": (time.perf_counter() - t0) / passes * 1e3}
+    finally:
+        torch.use_deterministic_algorithms(False)
+        torch.set_num_threads(saved)
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     from minipods.cli import Parser
 
@@ -134,11 +167,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fast", action=argparse.BooleanOptionalAction, default=True, help="the fast engine (default: on)")
     p.add_argument("--save", default=None, help="write this run's fingerprints to FILE (one run only)")
     p.add_argument("--against", default=None, help="compare one run with the fingerprints in FILE")
+    p.add_argument("--index-check", action="store_true",
+                   help="only run index_backward_check (the op that parted runs, alone, 2 threads) and exit")
     return p
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.index_check:
+        for name, r in index_backward_check().items():
+            print(f"{name:34s} {'identical' if r['repeats'] else 'DIFFER':9s} over 30 backward passes, "
+                  f"{r['ms_per_pass']:.2f} ms per pass")
+        return 0
     try:
         if args.steps < 1:
             raise ValueError(f"--steps must be >= 1, got {args.steps}")

@@ -1,0 +1,79 @@
+"""The kernels of one float32 decode step at the --small shape, alone: what each lever of the fast
+engine was chosen (or dropped) on. `python scripts/decode_microbench.py [--threads 2]`.
+
+SmolLM2-135M's shapes, 32 rows (4 prompts x n=8), ~114 cached tokens; random weights, 30 distinct
+layers so that weights stream from memory as in the model (cold caches). Prints ms per decode step
+(all 30 layers, or one LM head) and GFLOP/s for each variant.
+"""
+
+import argparse
+import time
+
+import torch
+from transformers.models.llama.modeling_llama import LlamaRMSNorm
+
+from minipods.fast.inference import _decode_attention
+
+F = torch.nn.functional
+L, M, d, kv, ff, V, heads, kv_heads, hd, ctx, cap = 30, 32, 576, 192, 1536, 49152, 9, 3, 64, 114, 146
+
+
+def per_call_ms(f, rounds=10):
+    for _ in range(2):
+        f()
+    t0 = time.perf_counter()
+    for _ in range(rounds):
+        f()
+    return (time.perf_counter() - t0) / rounds * 1e3
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--threads", type=int, default=2)
+    torch.set_num_threads(p.parse_args().threads)
+    g = torch.Generator().manual_seed(0)
+    shapes = [(d, d), (kv, d), (kv, d), (d, d), (ff, d), (ff, d), (d, ff)]  # q k v o gate up down
+    layers = [[torch.randn(o, i, generator=g) for o, i in shapes] for _ in range(L)]
+    x = {d: torch.randn(M, 1, d, generator=g), ff: torch.randn(M, 1, ff, generator=g)}
+    pack = torch.ops.mkldnn._reorder_linear_weight
+    packed = [[pack(w) for w in ws] for ws in layers]
+    fused = [[torch.cat(ws[:3]), ws[3], torch.cat(ws[4:6]), ws[6]] for ws in layers]
+    head = torch.randn(V, d, generator=g)
+    head_packed = pack(head)
+    block_flop, head_flop = 2 * M * L * sum(o * i for o, i in shapes), 2 * M * V * d
+
+    def lin(w):
+        return lambda: [F.linear(x[w_.shape[1]], w_) for ws in w for w_ in ws]
+
+    def lin_packed():
+        for ws in packed:
+            for w_, w in zip(ws, layers[0]):
+                torch.ops.mkldnn._linear_pointwise(x[w.shape[1]], w_, None, "none", [], "")
+
+    rows = [("block linears, F.linear", lin(layers), block_flop),
+            ("block linears, F.linear, q/k/v and gate/up fused", lin(fused), block_flop),
+            ("block linears, oneDNN packed", lin_packed, block_flop),
+            ("LM head, F.linear", lambda: F.linear(x[d], head), head_flop),
+            ("LM head, oneDNN packed",
+             lambda: torch.ops.mkldnn._linear_pointwise(x[d], head_packed, None, "none", [], ""), head_flop)]
+    ks = [torch.randn(M, kv_heads, cap, hd, generator=g)[:, :, :ctx] for _ in range(L)]
+    vs = [torch.randn(M, kv_heads, cap, hd, generator=g)[:, :, :ctx] for _ in range(L)]
+    q, mask = torch.randn(M, heads, 1, hd, generator=g), torch.zeros(M, 1, 1, ctx)
+    qg = q.reshape(M, kv_heads, heads // kv_heads, hd)  # transformers' pack_gqa for one query token
+    rows += [("attention, SDPA (CPU flash kernel)",
+              lambda: [F.scaled_dot_product_attention(qg, k, v, attn_mask=mask) for k, v in zip(ks, vs)], None),
+             ("attention, two small matmuls (_decode_attention)",
+              lambda: [_decode_attention(None, q, k, v, mask) for k, v in zip(ks, vs)], None)]
+    norm, h = LlamaRMSNorm(d), torch.randn(M, 1, d, generator=g)
+    rows += [("61 RMSNorms, transformers' LlamaRMSNorm", lambda: [norm(h) for _ in range(61)], None),
+             ("61 RMSNorms, F.rms_norm", lambda: [F.rms_norm(h, (d,), norm.weight, 1e-5) for _ in range(61)], None)]
+    print(f"{torch.get_num_threads()} threads; ms per decode step (32 rows, {ctx} cached tokens)")
+    with torch.no_grad():
+        for name, f, flop in rows:
+            ms = per_call_ms(f)
+            rate = f", {flop / ms / 1e6:.0f} GFLOP/s" if flop else ""
+            print(f"  {name:52s} {ms:7.2f} ms{rate}")
+
+
+if __name__ == "__main__":
+    main()
