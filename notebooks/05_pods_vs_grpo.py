@@ -36,7 +36,7 @@
 #
 # To plot a finished comparison instead of running one here, set `MINIPODS_NB_COMPARE_DIR` to its
 # folder (an absolute path), e.g. after `python -m minipods.compare --small --output-dir runs/compare`
-# in the repository root (the full 16-step preset). Re-running this notebook reuses its own finished arms
+# in the repository root (the full 32-step preset). Re-running this notebook reuses its own finished arms
 # in `runs/nb05` (`minipods.compare` skips arms marked done).
 
 # %%

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from minipods.fast.inference import onednn_linear_available
 from minipods.measure import bench, common, cuda_recipe, memory, speed, vs_trl
 from minipods.measure.bench import run_bench
 from minipods.measure.common import fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, format_table
@@ -110,7 +111,10 @@ def test_parts_on_the_tiny_model():
     fs = ro["speed"]
     assert fs["n"] == 4 and fs["prompts"] == 2 and 0 < fs["fast"]["tokens"] <= 2 * 4 * 6
     assert fs["ratio"] == pytest.approx(fs["fast"]["tokens_per_s"] / fs["plain"]["tokens_per_s"])
-    assert fs["levers"] == {"folded": True, "shared_prefill": True}
+    assert fs["levers"] == {"folded": True, "shared_prefill": True, "packed": onednn_linear_available(),
+                            "grown_in_place": True}
+    assert set(fs["levers_alone"]) == set(speed.LEVERS)  # each lever off alone, measured in the same run
+    assert all(v["decode_step_s"] > 0 and v["tokens_per_s"] > 0 for v in fs["levers_alone"].values())
     lim, roof = fs["limits"], fs["roofline"]
     assert lim["fp32_tflops"] > 0 and lim["bf16_tflops"] > 0 and lim["mem_gbs"] > 0 and lim["threads"] == 1
     assert roof["batch"] == 8 and roof["matmul_dtype"] == "fp32" and roof["limit_s"] == max(roof["memory_s"], roof["compute_s"])

@@ -200,7 +200,7 @@ def test_paper_recipe_on_24gb_offline(capsys, monkeypatch):
     assert (arch.layers, arch.kv_heads, arch.head_dim) == (36, 2, 128)
     # the rollouts in flight: 64 rows x (512 + 512 - 1) cached tokens x 2 x 36 layers x 2 heads x 128 x float32
     assert _part(g, "KV cache: 64 rollouts") == 64 * 1023 * 2 * 36 * 2 * 128 * 4
-    growth = _part(g, "KV cache: 64 rollouts") / (2 * 36)  # one layer's keys, copied as the cache grows
+    growth = 64 * 511 * 2 * 36 * 2 * 128 * 4 / 36  # one layer's copy of the prompt's keys and values for the rows
     assert _part(g, "decode, inside a layer") == pytest.approx(growth + p["terms"].gen.decode_0)
     static = [b for _, b, _ in g["parts"][:4]]
     assert static == [b for _, b, _ in u["parts"][:4]]  # weights, LoRA, optimizer: in both phases

@@ -174,17 +174,20 @@ def test_adv_norm_kept_and_all(tmp_path, monkeypatch):
     """The advantages handed to the update: standardised within the kept m (kept, the paper's) or
     over all n with the kept rows' values taken (all); written out here with numpy."""
     got, seen = {}, []
-    real_update = T.grpo_update
+    real = {"grpo_update": T.grpo_update, "fast_grpo_update": T.fast_grpo_update}  # --no-fast / --fast
 
-    def spy(model, optimizer, batch, advantages, **kw):
-        got.setdefault(cfg.adv_norm, []).append(advantages.clone())
-        return real_update(model, optimizer, batch, advantages, **kw)
+    def spy_of(name):
+        def spy(model, optimizer, batch, advantages, **kw):
+            got.setdefault(cfg.adv_norm, []).append(advantages.clone())
+            return real[name](model, optimizer, batch, advantages, **kw)
+        return spy
 
     def recorded(texts, golds):
         seen.append(_length_rewards(texts, golds)["reward"])
         return _length_rewards(texts, golds)
 
-    monkeypatch.setattr(T, "grpo_update", spy)
+    for name in real:
+        monkeypatch.setattr(T, name, spy_of(name))
     monkeypatch.setattr(T, "score_completions", recorded)
     for norm in ("kept", "all"):
         cfg = tiny_cfg(tmp_path / norm, n=6, m=3, max_steps=2, prompts_per_step=2, adv_norm=norm)

@@ -44,13 +44,15 @@ class RoomyLayer(DynamicLayer):
         return buf
 
 
-def roomy_cache(kv: list[tuple[torch.Tensor, torch.Tensor]] | None, room: int) -> DynamicCache:
-    """A DynamicCache of RoomyLayers, holding `kv` (one (keys, values) pair per layer, (B, h, L, d))
-    when given, else empty (filled by the prompt's prefill); `room`: positions to allocate beyond
-    what it holds (the completion length)."""
+def roomy_cache(kv: list[tuple[torch.Tensor, torch.Tensor]] | None, room: int,
+                index: torch.Tensor | None = None) -> DynamicCache:
+    """A DynamicCache of RoomyLayers, holding `kv` (one (keys, values) pair per layer, (G, h, L, d);
+    rows `index` (B,) of them when given, e.g. each rollout's prompt) or empty (filled by the
+    prompt's prefill); `room`: positions to allocate beyond what it holds (the completion length).
+    Layer by layer, so at most one layer's selected rows exist outside the cache at a time."""
     cache = DynamicCache()
     cache.layer_class_to_replicate = lambda: RoomyLayer(room)
     for k, v in kv or []:
         cache.layers.append(RoomyLayer(room))
-        cache.layers[-1].update(k, v)
+        cache.layers[-1].update(k if index is None else k[index], v if index is None else v[index])
     return cache

@@ -17,8 +17,8 @@ activations, the same again per layer:
     KV cache     from the config (footprint.kv_bytes), in the dtype measured (float32 for a 4-bit
                  model: its float32 embedding makes the residual stream float32)
     prefill      prefill_0 + prompts (P prefill_tok + P^2 prefill_pair) while the shared prompts run
-    decode       the last step's larger moment: inside a layer (one layer's keys copied as the cache
-                 grows + decode_0: dequantised weights, the token's activations) or at the LM head
+    decode       the larger moment: inside a layer (one layer's prompt keys/values copied to the rows
+                 + decode_0: dequantised weights, the token's activations) or at the LM head
                  (DECODE_BUFFERS float32 (rows x vocab) tensors: logits, their copy, the sampler's)
 
 STORED holds the terms of the known models with the command that measured them.
@@ -123,11 +123,13 @@ def stored_terms(model: str, quantize: str, ckpt: bool):
 
 def decode_cache_bytes(per_token: int, layers: int, prompts: int, rows: int, prompt_tokens: int,
                        new_tokens: int) -> dict:
-    """The KV cache at the last decode step: the shared prefill of each prompt, the rows' own cache
-    at full length (the last token is never fed back), and the copy of one layer's keys that growing
-    the cache makes (DynamicLayer.update concatenates)."""
+    """The KV cache of the generation phase: the shared prefill of each prompt, the rows' own cache
+    at full length (fast.cache allocates it up front; the last token is never fed back), and one
+    layer's copy of its prompt's keys and values for the rows, alive while that room is filled
+    (fast.cache.roomy_cache works layer by layer)."""
     rows_kv = per_token * rows * (prompt_tokens + new_tokens - 1)
-    return {"prefill": per_token * prompts * (prompt_tokens - 1), "rows": rows_kv, "growth": rows_kv / (2 * layers)}
+    return {"prefill": per_token * prompts * (prompt_tokens - 1), "rows": rows_kv,
+            "growth": per_token * rows * (prompt_tokens - 1) / layers}
 
 
 # ---------------------------------------------------------------- fits

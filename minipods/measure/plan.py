@@ -171,7 +171,7 @@ def generation_phase(r: Recipe, t: ModelTerms, n: int, gen_batch: int | None = N
         (copy, 0.0, True),
         (f"KV cache: shared prompt prefill ({r.prompts} x {r.prompt_tokens - 1} tokens, {dtype})", g["prefill"], True),
         (f"KV cache: {rows} rollouts in flight ({rows} x {r.prompt_tokens + r.new_tokens - 1} tokens)", g["rows"], dec),
-        ("decode, inside a layer: one layer's keys copied as the cache grows, dequantised weights",
+        ("decode, inside a layer: one layer's prompt keys and values copied to the rows, dequantised weights",
          g["growth"] + g["decode_0"], dec and not head),
         (f"decode, at the LM head: {A.decode_buffers(r.quantize):.1f} x ({rows} x {t.arch.vocab}) float32 logits",
          g["logits"], dec and head),
