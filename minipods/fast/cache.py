@@ -28,8 +28,9 @@ class RoomyLayer(DynamicLayer):
         n, t = self.get_seq_length(), key_states.shape[-2]
         if (self._k is None or n + t > self._k.shape[-2] or self.keys.shape[0] != key_states.shape[0]
                 or (n and self.keys.data_ptr() != self._k.data_ptr())):  # first call, full, or keys replaced
-            self._k, self._v = self._grow(self.keys, n, key_states, n + t + self.room), \
-                self._grow(self.values, n, value_states, n + t + self.room)
+            capacity = n + t + self.room
+            self._k = self._grow(self.keys, n, key_states, capacity)
+            self._v = self._grow(self.values, n, value_states, capacity)
         self._k[:, :, n:n + t].copy_(key_states)
         self._v[:, :, n:n + t].copy_(value_states)
         self.keys, self.values = self._k[:, :, :n + t], self._v[:, :, :n + t]  # (B, h, n + t, d) views

@@ -57,11 +57,11 @@ def _decode(gen, prompt_ids, prompt_mask, group, kv, starts, batch_size, sampler
     device, P, chunks = next(gen.parameters()).device, prompt_ids.shape[1], []
     for s in starts:
         ids, am = prompt_ids[s:s + batch_size].to(device), prompt_mask[s:s + batch_size].to(device)
-        cache, g = None, None if kv is None else group[s:s + batch_size].to(device)
+        g = None if kv is None else group[s:s + batch_size].to(device)  # (b,) each row's prompt
         if roomy:  # each row starts from a copy of its prompt's keys/values
             cache = roomy_cache(kv, room=max_new_tokens, index=g)
-        elif kv is not None:
-            cache = DynamicCache(ddp_cache_data=[(k[g], v[g]) for k, v in kv])
+        else:
+            cache = None if kv is None else DynamicCache(ddp_cache_data=[(k[g], v[g]) for k, v in kv])
         out = gen.generate(input_ids=ids, attention_mask=am, past_key_values=cache, max_new_tokens=max_new_tokens,
                            do_sample=False, logits_processor=sampler, temperature=None, top_p=None, top_k=None,
                            pad_token_id=pad, eos_token_id=eos)
