@@ -312,6 +312,30 @@ def test_in_place_cache_and_decode_attention_sample_the_same_tokens():
     assert torch.equal(runs[0], runs[1])
 
 
+def test_decode_chunks_do_not_hold_each_others_cache(monkeypatch):
+    """Generation holds one chunk's KV cache at a time (the planner's model of the phase): when a chunk
+    builds its cache, the previous chunk's is already freed."""
+    import gc
+    import weakref
+
+    from minipods.fast import rollouts as fast_rollouts
+
+    made, alive_at_build = [], []
+
+    def recording(*args, **kwargs):
+        gc.collect()
+        alive_at_build.append(sum(r() is not None for r in made))
+        cache = roomy_cache(*args, **kwargs)
+        made.append(weakref.ref(cache))
+        return cache
+
+    monkeypatch.setattr(fast_rollouts, "roomy_cache", recording)
+    model, tok = _adapted()
+    prompts = [build_prompt(tok, q) for q in PROMPTS]
+    generate_rollouts(model, tok, prompts, 4, max_new_tokens=8, batch_size=4, do_sample=False)
+    assert alive_at_build == [0, 0, 0]  # three chunks of 4 rows, each built with no other cache alive
+
+
 def test_update_without_silent_rows_gives_the_full_updates_weights(batch):
     """fast_grpo_update leaves out rows with advantage 0 (here all of prompt 0's, as max-variance
     keeps of a group whose rewards agree) and must still move every weight as the full update does;

@@ -66,6 +66,7 @@ def _decode(gen, prompt_ids, prompt_mask, group, kv, starts, batch_size, sampler
                            do_sample=False, logits_processor=sampler, temperature=None, top_p=None, top_k=None,
                            pad_token_id=pad, eos_token_id=eos)
         chunks.append(out[:, P:].cpu())  # (b, c_chunk): completions only
+        del cache  # free this chunk's keys/values before the next chunk allocates its own
     return chunks
 
 
