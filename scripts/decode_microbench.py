@@ -64,6 +64,23 @@ def main():
               lambda: [F.scaled_dot_product_attention(qg, k, v, attn_mask=mask) for k, v in zip(ks, vs)], None),
              ("attention, two small matmuls (_decode_attention)",
               lambda: [_decode_attention(None, q, k, v, mask) for k, v in zip(ks, vs)], None)]
+    # not built into the engine: each prompt's keys/values held once for its n = 8 rows (4 prompts,
+    # 85 prompt tokens), each row's own completion keys apart; one softmax over both parts
+    G, n, P = 4, M // 4, 85
+    pk = [torch.randn(G, kv_heads, P, hd, generator=g) for _ in range(L)]
+    pv = [torch.randn(G, kv_heads, P, hd, generator=g) for _ in range(L)]
+    sk, sv = [k[:, :, P:] for k in ks], [v[:, :, P:] for v in vs]
+
+    def shared_prefix(pk, pv, sk, sv):
+        per_prompt = qg.reshape(G, n, kv_heads, -1, hd).transpose(1, 2).reshape(G, kv_heads, -1, hd)  # (G, h, n g, d)
+        s1 = (per_prompt @ pk.transpose(-1, -2)).reshape(G, kv_heads, n, -1, P).transpose(1, 2).reshape(M, kv_heads, -1, P)
+        p = torch.cat([s1, qg @ sk.transpose(-1, -2)], -1).mul(hd ** -0.5).softmax(-1)  # (M, h, g, ctx)
+        p1 = p[..., :P].reshape(G, n, kv_heads, -1, P).transpose(1, 2).reshape(G, kv_heads, -1, P)
+        o1 = (p1 @ pv).reshape(G, kv_heads, n, -1, hd).transpose(1, 2).reshape(M, kv_heads, -1, hd)
+        return o1 + p[..., P:] @ sv
+
+    rows += [("attention, shared prefix (not in the engine)",
+              lambda: [shared_prefix(*a) for a in zip(pk, pv, sk, sv)], None)]
     norm, h = LlamaRMSNorm(d), torch.randn(M, 1, d, generator=g)
     rows += [("61 RMSNorms, transformers' LlamaRMSNorm", lambda: [norm(h) for _ in range(61)], None),
              ("61 RMSNorms, F.rms_norm", lambda: [F.rms_norm(h, (d,), norm.weight, 1e-5) for _ in range(61)], None)]
