@@ -26,11 +26,11 @@ def _arm(d, evals):
 @pytest.fixture
 def seeds(tmp_path):
     # seed 0: grpo peaks at 0.75 (target 0.7425) at 40 s; pods reaches 0.75 at 10 s, random never
-    # seed 1: grpo peaks at 0.5 at 20 s; pods reaches it at 10 s, random at 30 s
+    # seed 1: grpo peaks at 0.5 at 20 s (from 0 at step 0); pods reaches it at 10 s, random at 30 s
     s0 = {"grpo": _arm(tmp_path / "s0/grpo", [(0, 0.0, [0, 0, 1, 0]), (2, 20.0, [1, 0, 1, 0]), (4, 40.0, [1, 1, 1, 0])]),
           "pods": _arm(tmp_path / "s0/pods", [(0, 0.0, [0, 0, 1, 0]), (1, 10.0, [1, 1, 1, 0]), (4, 50.0, [1, 1, 1, 1])]),
           "rand": _arm(tmp_path / "s0/rand", [(0, 0.0, [0, 0, 1, 0]), (4, 45.0, [0, 1, 1, 0])])}
-    s1 = {"grpo": _arm(tmp_path / "s1/grpo", [(0, 0.0, [0, 1]), (2, 20.0, [1, 0])]),
+    s1 = {"grpo": _arm(tmp_path / "s1/grpo", [(0, 0.0, [0, 0]), (2, 20.0, [1, 0])]),
           "pods": _arm(tmp_path / "s1/pods", [(0, 0.0, [0, 0]), (1, 10.0, [1, 0]), (3, 30.0, [1, 1])]),
           "rand": _arm(tmp_path / "s1/rand", [(0, 0.0, [0, 0]), (3, 30.0, [0, 1])])}
     return {0: s0, 1: s1}
@@ -38,17 +38,40 @@ def seeds(tmp_path):
 
 def test_time_to_target_counts_seeds_and_bootstraps_the_ratio(seeds):
     ttt = time_to_target(seeds, baseline="grpo", reps=500)
-    # seed 1's grpo is already at its peak (0.5) at step 0, so its time is 0 s
-    assert ttt["grpo"]["per_seed"] == {0: 40.0, 1: 0.0} and ttt["grpo"]["reached"] == 2
+    assert ttt["grpo"]["per_seed"] == {0: 40.0, 1: 20.0} and ttt["grpo"]["reached"] == 2
     assert ttt["pods"]["per_seed"] == {0: 10.0, 1: 10.0} and ttt["pods"]["reached"] == 2
     assert ttt["rand"]["per_seed"] == {0: None, 1: 30.0} and (ttt["rand"]["reached"], ttt["rand"]["of"]) == (1, 2)
     sp = ttt["pods"]["speedup"]
-    assert sp["ratio"] == pytest.approx((40 + 0) / (10 + 10)) and sp["k"] == 2
-    # the resamples of two seeds give (40+40)/20, (0+0)/20 and the full ratio: the interval spans them
-    assert sp["lo"] == pytest.approx(0.0) and sp["hi"] == pytest.approx(4.0)
-    assert ttt["rand"]["speedup"] == {"ratio": 0.0, "lo": None, "hi": None, "k": 1}  # only seed 1: 0 s / 30 s
+    assert sp["ratio"] == pytest.approx((40 + 20) / (10 + 10)) and sp["k"] == 2
+    # the resamples of two seeds give (40+40)/20, (20+20)/20 and the full ratio: the interval spans them
+    assert sp["lo"] == pytest.approx(2.0) and sp["hi"] == pytest.approx(4.0)
+    assert ttt["rand"]["speedup"] == {"ratio": pytest.approx(20 / 30), "lo": None, "hi": None, "k": 1}  # seed 1 only
     lines = "\n".join(wallclock_lines(ttt, equal_time(seeds, "grpo"), "grpo"))
-    assert "| rand | 1/2 seeds | 0.00x (1 seeds) |" in lines and "| pods | 2/2 seeds | 2.00x [0.00, 4.00] (2 seeds) |" in lines
+    assert "| rand | 1/2 seeds | 0.67x (1 seeds) |" in lines and "| pods | 2/2 seeds | 3.00x [2.00, 4.00] (2 seeds) |" in lines
+    assert "No target" not in lines and all(r["no_target"] == [] for r in ttt.values())
+
+
+def test_a_seed_where_grpo_never_beats_step_0_has_no_target(seeds, tmp_path):
+    # seed 2: grpo falls from 0.5 at step 0 to 0 (its peak is the untrained model), so every arm
+    # "reaches" 99% of it at 0 s: that seed cannot say who is sooner and must not count as reached
+    seeds[2] = {"grpo": _arm(tmp_path / "s2/grpo", [(0, 0.0, [1, 0]), (2, 20.0, [0, 0])]),
+                "pods": _arm(tmp_path / "s2/pods", [(0, 0.0, [1, 0]), (1, 10.0, [1, 1])]),
+                "rand": _arm(tmp_path / "s2/rand", [(0, 0.0, [1, 0]), (3, 30.0, [0, 0])])}
+    ttt = time_to_target(seeds, baseline="grpo", reps=500)
+    assert all(r["no_target"] == [2] and 2 not in r["per_seed"] for r in ttt.values())
+    assert (ttt["grpo"]["reached"], ttt["grpo"]["of"]) == (2, 2) and (ttt["rand"]["reached"], ttt["rand"]["of"]) == (1, 2)
+    assert ttt["pods"]["speedup"]["ratio"] == pytest.approx(3.0)  # seeds 0 and 1 only, as without seed 2
+    lines = "\n".join(wallclock_lines(ttt, equal_time(seeds, "grpo"), "grpo"))
+    assert "| grpo | 2/2 seeds |" in lines and "No target on seed 2: `grpo` never beat its step-0 accuracy" in lines
+
+    from minipods.analysis.results import read_rows
+    from minipods.analysis.seeds import summarize_seeds
+
+    rows = {r["arm"]: r for r in summarize_seeds({s: {a: read_rows(d) for a, d in arms.items()}
+                                                  for s, arms in seeds.items()}, baseline="grpo")}
+    assert rows["pods"]["time_to_target_s"] == {"mean": 10.0, "lo": 10.0, "hi": 10.0, "k": 2, "of": 2}
+    assert rows["grpo"]["time_to_target_s"]["mean"] == pytest.approx(30.0)
+    assert rows["pods"]["final_accuracy"]["of"] == 3  # the other metrics keep every seed
 
 
 def test_equal_time_pairs_the_arm_at_grpos_time_with_grpos_final(seeds):

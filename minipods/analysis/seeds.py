@@ -65,12 +65,18 @@ def summarize_seeds(per_seed: dict[int, dict[str, list[dict]]], baseline: str | 
                     target_frac: float = TARGET_FRAC) -> list[dict]:
     """One row per arm: for each of SEED_METRICS the mean and 95% interval across seeds
     (`mean_interval`; each seed's target is 99% of that seed's baseline peak). A seed whose arm
-    never reached the target is left out of that mean (k of `of` seeds say how many reached it)."""
+    never reached the target is left out of that mean (k of `of` seeds say how many reached it); a
+    seed whose baseline met its target at 0 s (never beat its step-0 evaluation) has no target and
+    is left out of time_to_target_s altogether (as in wallclock.time_to_target)."""
     per = {s: {r["arm"]: r for r in summarize(runs, baseline, target_frac)} for s, runs in per_seed.items()}
     arms = list(dict.fromkeys(a for runs in per_seed.values() for a in runs))
+    no_target = {s for s, p in per.items() if baseline in p and p[baseline]["time_to_target_s"] == 0}
+
+    def values(a, k):
+        return [p[a][k] for s, p in per.items() if a in p and not (k == "time_to_target_s" and s in no_target)]
+
     return [{"arm": a, "seeds": sum(a in p for p in per.values()),
-             **{k: mean_interval([p[a][k] for p in per.values() if a in p], b) for k, b in SEED_METRICS.items()}}
-            for a in arms]
+             **{k: mean_interval(values(a, k), b) for k, b in SEED_METRICS.items()}} for a in arms]
 
 
 def _change(p: dict | None) -> str:

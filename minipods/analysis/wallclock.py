@@ -7,7 +7,9 @@ accuracy 1.7-2x sooner. Per seed s of a comparison (arms of one seed see the sam
     (evaluation excluded) at its first evaluation at or above target_s; the speed-up of an arm is
     mean_s t(grpo, s) / mean_s t(arm, s) over the seeds where both reached the target, with a
     percentile bootstrap 95% interval over those seeds (`stats.bootstrap_ratio`); seeds where the
-    arm never reached the target are counted, not hidden;
+    arm never reached the target are counted, not hidden. A seed where `grpo` never beat its own
+    step-0 evaluation (the untrained model already meets the target, so every arm "reaches" it at
+    0 s) has no target: it cannot say which arm is sooner, and is counted apart, not as reached;
   * accuracy at equal wall-clock: the arm's last evaluation at or before `grpo`'s total training
     time T_s, against `grpo`'s final evaluation, on the same questions, pooled over (seed, question)
     pairs (`stats.paired_difference`: Newcombe's interval, McNemar's p).
@@ -42,15 +44,18 @@ def _seed_times(dirs: dict[str, Path], baseline: str, target_frac: float) -> dic
 
 def time_to_target(seed_dirs: dict[int, dict[str, Path]], baseline: str = BASELINE,
                    target_frac: float = TARGET_FRAC, reps: int = 2000) -> dict[str, dict]:
-    """Arm -> {"per_seed": seed -> seconds or None, "reached": k, "of": seeds with the arm and the
-    baseline, "speedup": bootstrap_ratio of the baseline's mean time over the arm's (seeds where both
-    reached)}. seed_dirs: seed -> arm -> run folder."""
+    """Arm -> {"per_seed": seed -> seconds or None, "reached": k, "of": seeds with the arm, the
+    baseline and a target, "no_target": seeds where the baseline's step-0 evaluation already met the
+    target (left out of the rest), "speedup": bootstrap_ratio of the baseline's mean time over the
+    arm's (seeds where both reached)}. seed_dirs: seed -> arm -> run folder."""
     times = {s: _seed_times(d, baseline, target_frac) for s, d in seed_dirs.items() if baseline in d}
+    no_target = sorted(s for s, t in times.items() if t[baseline] == 0)  # grpo met it untrained
     out = {}
     for arm in dict.fromkeys(a for d in seed_dirs.values() for a in d):
-        per = {s: t[arm] for s, t in times.items() if arm in t}
+        per = {s: t[arm] for s, t in times.items() if arm in t and s not in no_target}
         both = [s for s, v in per.items() if v is not None and times[s][baseline] is not None]
         out[arm] = {"per_seed": per, "reached": sum(v is not None for v in per.values()), "of": len(per),
+                    "no_target": [s for s in no_target if arm in times[s]],
                     "speedup": bootstrap_ratio([times[s][baseline] for s in both], [per[s] for s in both], reps=reps)}
     return out
 
@@ -100,4 +105,9 @@ def wallclock_lines(ttt: dict[str, dict], eq: dict[str, dict], baseline: str = B
     for arm, r in ttt.items():
         lines.append(f"| {arm} | {r['reached']}/{r['of']} seeds | {speed(r)} | "
                      f"{'-' if arm == baseline else pct(eq.get(arm))} |")
+    gone = sorted({s for r in ttt.values() for s in r.get("no_target", [])})
+    if gone:
+        lines += ["", (f"No target on seed{'s' if len(gone) > 1 else ''} {', '.join(map(str, gone))}: `{baseline}` "
+                       "never beat its step-0 accuracy there, so every arm met the target untrained: "
+                       "left out of the time to target (not counted as reached).")]
     return lines + [""]
