@@ -79,10 +79,10 @@ def main():
         o1 = (p1 @ pv).reshape(G, kv_heads, n, -1, hd).transpose(1, 2).reshape(M, kv_heads, -1, hd)
         return o1 + p[..., P:] @ sv
 
-    # its math: attention over each row's concatenated keys (its prompt's, then its own; rows of a
-    # prompt are contiguous), to float32 rounding
+    # its math: SDPA (the row above) over each row's concatenated keys (its prompt's, then its own;
+    # rows of a prompt are contiguous), to float32 rounding
     full_k, full_v = (torch.cat([a[0].repeat_interleave(n, 0), b[0]], 2) for a, b in ((pk, sk), (pv, sv)))
-    ref = (qg @ full_k.transpose(-1, -2)).mul(hd ** -0.5).softmax(-1) @ full_v  # (M, h, g, d)
+    ref = F.scaled_dot_product_attention(qg, full_k, full_v)  # (M, h, g, d)
     err = (shared_prefix(pk[0], pv[0], sk[0], sv[0]) - ref).abs().max().item()
     if not err < 1e-5:
         raise SystemExit(f"decode_microbench: the shared-prefix form differs from plain attention by {err:.2e}")
