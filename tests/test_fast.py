@@ -138,9 +138,11 @@ def test_sampled_first_tokens_follow_softmax_over_temperature(temperature, top_p
 
 def test_sampler_draws_from_the_global_rng():
     scores = torch.randn(6, 50)
+    given = scores.clone()
     s = InverseCDFSampler(0.9)
     torch.manual_seed(3)
     a = s(None, scores).argmax(-1)
+    assert torch.equal(scores, given)  # works on its own copy: generate's logits are left alone
     torch.manual_seed(3)
     assert torch.equal(s(None, scores).argmax(-1), a)
     out = s(None, scores)
@@ -293,8 +295,12 @@ def test_roomy_layer_holds_what_concatenation_would_and_grows_past_its_room():
     g = torch.Generator().manual_seed(0)
     steps = [torch.randn(2, 3, t, 4, generator=g) for t in (5, 1, 1, 1, 2)]
     cache = roomy_cache([(steps[0], -steps[0])], room=2)  # room for 2 more: the third update must grow it
+    buffers = []
     for t in steps[1:]:
         cache.update(t, -t, 0)
+        buffers.append(cache.layers[0]._k.data_ptr())
+    assert [b == buffers[0] for b in buffers] == [True, True, False, False]  # grown once, at the third
+    assert buffers[2] == buffers[3]  # then written in place again (room for 2 more after growing)
     want = torch.cat(steps, 2)
     assert torch.equal(cache.layers[0].keys, want) and torch.equal(cache.layers[0].values, -want)
     assert cache.get_seq_length() == want.shape[2] and isinstance(cache.layers[0], RoomyLayer)

@@ -15,33 +15,39 @@ from transformers.cache_utils import DynamicLayer
 
 
 class RoomyLayer(DynamicLayer):
-    """A DynamicLayer whose keys/values are views of a buffer with `room` spare positions."""
+    """A DynamicLayer whose keys/values are views of a buffer with `room` spare positions.
+
+    The buffers are position-major, (capacity, B, h, d), so the filled part is one contiguous
+    block and each step's write is one too; keys/values are (B, h, L, d) views of it, as
+    transformers expects. The attention products read the same numbers through other strides
+    (the same results: tests/test_fast.py), and faster (docs/performance.md)."""
 
     def __init__(self, room: int):
         super().__init__()
         self.room = room
-        self._k = self._v = None  # (B, h, capacity, d) buffers; self.keys/values view their filled part
+        self._k = self._v = None  # (capacity, B, h, d) buffers; self.keys/values view their filled part
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
         n, t = self.get_seq_length(), key_states.shape[-2]
-        if (self._k is None or n + t > self._k.shape[-2] or self.keys.shape[0] != key_states.shape[0]
+        if (self._k is None or n + t > self._k.shape[0] or self.keys.shape[0] != key_states.shape[0]
                 or (n and self.keys.data_ptr() != self._k.data_ptr())):  # first call, full, or keys replaced
             capacity = n + t + self.room
             self._k = self._grow(self.keys, n, key_states, capacity)
             self._v = self._grow(self.values, n, value_states, capacity)
-        self._k[:, :, n:n + t].copy_(key_states)
-        self._v[:, :, n:n + t].copy_(value_states)
-        self.keys, self.values = self._k[:, :, :n + t], self._v[:, :, :n + t]  # (B, h, n + t, d) views
+        self._k[n:n + t].copy_(key_states.permute(2, 0, 1, 3))
+        self._v[n:n + t].copy_(value_states.permute(2, 0, 1, 3))
+        self.keys = self._k[:n + t].permute(1, 2, 0, 3)  # (B, h, n + t, d) views
+        self.values = self._v[:n + t].permute(1, 2, 0, 3)
         return self.keys, self.values
 
     @staticmethod
     def _grow(old: torch.Tensor, n: int, new: torch.Tensor, capacity: int) -> torch.Tensor:
         B, h, _, d = new.shape
-        buf = new.new_empty(B, h, capacity, d)
+        buf = new.new_empty(capacity, B, h, d)
         if n:
-            buf[:, :, :n].copy_(old)
+            buf[:n].copy_(old.permute(2, 0, 1, 3))
         return buf
 
 

@@ -21,7 +21,8 @@ def sample_inverse_cdf(weights: torch.Tensor, u: torch.Tensor, block: int = 128)
     """
     B, V = weights.shape
     nb = -(-V // block)
-    w = torch.nn.functional.pad(weights, (0, nb * block - V)).view(B, nb, block)  # (B, nb, block)
+    w = weights if nb * block == V else torch.nn.functional.pad(weights, (0, nb * block - V))
+    w = w.view(B, nb, block)  # (B, nb, block)
     cb = w.sum(-1, dtype=torch.float64).cumsum(-1)  # (B, nb) cumulative block weights
     total = cb[:, -1]
     # u < 1 but u * total can round up to total: stay strictly below it
@@ -49,10 +50,10 @@ class InverseCDFSampler:
         self.top_p = TopPLogitsWarper(top_p) if top_p < 1.0 else None
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        scores = scores.float() / self.temperature  # (B, V)
+        scores = scores.float() / self.temperature  # (B, V), a new tensor: ours to overwrite
         if self.top_p is not None:
             scores = self.top_p(input_ids, scores)
-        weights = torch.exp(scores - scores.amax(-1, keepdim=True))  # unnormalised softmax
+        weights = scores.sub_(scores.amax(-1, keepdim=True)).exp_()  # unnormalised softmax, in place
         u = torch.rand(scores.shape[0], dtype=torch.float64, device=scores.device)
         tok = sample_inverse_cdf(weights, u)  # (B,)
-        return torch.full_like(scores, -float("inf")).scatter_(1, tok[:, None], 0.0)
+        return weights.fill_(-float("inf")).scatter_(1, tok[:, None], 0.0)
