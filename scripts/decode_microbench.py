@@ -38,6 +38,8 @@ def main():
     pack = torch.ops.mkldnn._reorder_linear_weight
     packed = [[pack(w) for w in ws] for ws in layers]
     fused = [[torch.cat(ws[:3]), ws[3], torch.cat(ws[4:6]), ws[6]] for ws in layers]
+    packed_fused = [[pack(w) for w in ws] for ws in fused]
+    packed_32 = [[pack(w, M) for w in ws] for ws in layers]  # packed for a known batch of M rows
     head = torch.randn(V, d, generator=g)
     head_packed = pack(head)
     block_flop, head_flop = 2 * M * L * sum(o * i for o, i in shapes), 2 * M * V * d
@@ -45,14 +47,21 @@ def main():
     def lin(w):
         return lambda: [F.linear(x[w_.shape[1]], w_) for ws in w for w_ in ws]
 
-    def lin_packed():
-        for ws in packed:
-            for w_, w in zip(ws, layers[0]):
-                torch.ops.mkldnn._linear_pointwise(x[w.shape[1]], w_, None, "none", [], "")
+    def onednn(x_, w_):
+        return torch.ops.mkldnn._linear_pointwise(x_, w_, None, "none", [], "")
 
+    def lin_packed(packed, shapes):
+        return lambda: [onednn(x[w.shape[1]], w_) for ws in packed for w_, w in zip(ws, shapes)]
+
+    # fusing is exact here: each output's dot product is the same computation, bit for bit
+    qkv = onednn(x[d], packed_fused[0][0]).split([d, kv, kv], -1)
+    if not all(torch.equal(a, onednn(x[d], w)) for a, w in zip(qkv, packed[0][:3])):
+        raise SystemExit("decode_microbench: the fused packed q/k/v differs from the separate ones")
     rows = [("block linears, F.linear", lin(layers), block_flop),
             ("block linears, F.linear, q/k/v and gate/up fused", lin(fused), block_flop),
-            ("block linears, oneDNN packed", lin_packed, block_flop),
+            ("block linears, oneDNN packed", lin_packed(packed, layers[0]), block_flop),
+            ("block linears, oneDNN packed, q/k/v and gate/up fused", lin_packed(packed_fused, fused[0]), block_flop),
+            ("block linears, oneDNN packed for 32 rows", lin_packed(packed_32, layers[0]), block_flop),
             ("LM head, F.linear", lambda: F.linear(x[d], head), head_flop),
             ("LM head, oneDNN packed",
              lambda: torch.ops.mkldnn._linear_pointwise(x[d], head_packed, None, "none", [], ""), head_flop)]
@@ -64,6 +73,12 @@ def main():
               lambda: [F.scaled_dot_product_attention(qg, k, v, attn_mask=mask) for k, v in zip(ks, vs)], None),
              ("attention, two small matmuls (_decode_attention)",
               lambda: [_decode_attention(None, q, k, v, mask) for k, v in zip(ks, vs)], None)]
+    # the same keys/values held position-major, (cap, M, h, d): the filled part one contiguous block
+    kp, vp = ([t.permute(2, 0, 1, 3).contiguous()[:ctx].permute(1, 2, 0, 3) for t in ts] for ts in (ks, vs))
+    if not torch.equal(_decode_attention(None, q, kp[0], vp[0], mask), _decode_attention(None, q, ks[0], vs[0], mask)):
+        raise SystemExit("decode_microbench: attention over the position-major cache differs")
+    rows += [("attention, two small matmuls, position-major cache",
+              lambda: [_decode_attention(None, q, k, v, mask) for k, v in zip(kp, vp)], None)]
     # not built into the engine: each prompt's keys/values held once for its n = 8 rows (4 prompts,
     # 85 prompt tokens), each row's own completion keys apart; one softmax over both parts
     G, n, P = 4, M // 4, 85
