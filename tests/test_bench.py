@@ -112,7 +112,7 @@ def test_parts_on_the_tiny_model():
     assert fs["n"] == 4 and fs["prompts"] == 2 and 0 < fs["fast"]["tokens"] <= 2 * 4 * 6
     assert fs["ratio"] == pytest.approx(fs["fast"]["tokens_per_s"] / fs["plain"]["tokens_per_s"])
     assert fs["levers"] == {"folded": True, "shared_prefill": True, "packed": onednn_linear_available(),
-                            "grown_in_place": True}
+                            "fused_siblings": onednn_linear_available(), "grown_in_place": True}
     assert set(fs["levers_alone"]) == set(speed.LEVERS)  # each lever off alone, measured in the same run
     assert all(v["decode_step_s"] > 0 and v["tokens_per_s"] > 0 for v in fs["levers_alone"].values())
     lim, roof = fs["limits"], fs["roofline"]

@@ -7,7 +7,8 @@ import torch
 from minipods import rollouts
 from minipods.data import build_prompt
 from minipods.fast.cache import RoomyLayer, roomy_cache
-from minipods.fast.inference import PackedLinear, _decode_attention, folded_copy, onednn_linear_available
+from minipods.fast.inference import (PackedGroup, PackedLinear, PackedSibling, _decode_attention, folded_copy,
+                                     onednn_linear_available)
 from minipods.fast.rollouts import generate_rollouts
 from minipods.fast.sampler import InverseCDFSampler, sample_inverse_cdf
 from minipods.fast.update import shared_logprobs, shared_prompt_states
@@ -268,6 +269,52 @@ def test_packed_linear_computes_the_linear_and_repacks():
     assert lin(x.bfloat16()).dtype == torch.bfloat16  # UpcastLinear's contract: float32 math, x's dtype out
     lin.load_(2 * w)  # a refresh replaces the packed weight
     assert torch.allclose(lin(x), torch.nn.functional.linear(x, 2 * w, b), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not onednn_linear_available(), reason="torch built without oneDNN")
+@pytest.mark.parametrize("bias", [False, True])
+def test_packed_group_gives_each_sibling_its_own_linear(bias):
+    """q/k/v as one PackedGroup: each sibling's output is its own PackedLinear's, whichever sibling
+    is called first; a new input is multiplied anew, and nothing is held once all were served."""
+    g = torch.Generator().manual_seed(0)
+    ws = [torch.randn(o, 96, generator=g) for o in (96, 32, 32)]
+    bs = [torch.randn(o, generator=g) if bias else None for o in (96, 32, 32)]
+    own = [PackedLinear(w, b) for w, b in zip(ws, bs)]
+    group = PackedGroup([96, 32, 32], torch.cat(bs) if bias else None)
+    sib = [PackedSibling(group, i, w) for i, w in enumerate(ws)]
+    x1, x2 = torch.randn(2, 5, 1, 96, generator=g)
+    for order in ([0, 1, 2], [2, 0, 1]):
+        got = {i: sib[i](x1) for i in order}
+        for i in order:
+            torch.testing.assert_close(got[i], own[i](x1), rtol=0, atol=1e-5)
+        assert group._x is None and group._parts is None  # every sibling served: no tensor held
+    a = sib[0](x1)  # q of x1, then q and k of x2: each call multiplies its own input
+    torch.testing.assert_close(sib[0](x2), own[0](x2), rtol=0, atol=1e-5)
+    torch.testing.assert_close(sib[1](x2), own[1](x2), rtol=0, atol=1e-5)
+    assert not torch.allclose(a, sib[0](x2))
+    sib[1].load_(2 * ws[1])  # a refresh: the group repacks once every sibling's weight is in
+    torch.testing.assert_close(sib[1](x1), own[1](x1), rtol=0, atol=1e-5)  # still the old weights
+    sib[0].load_(ws[0]), sib[2].load_(ws[2])
+    want = torch.nn.functional.linear(x1, 2 * ws[1], bs[1])
+    torch.testing.assert_close(sib[1](x1), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not onednn_linear_available(), reason="torch built without oneDNN")
+def test_fused_siblings_sample_the_same_tokens():
+    """The folded copy with each layer's q/k/v and gate/up fused: five siblings per layer, and seeded
+    sampled rollouts identical token for token with and without them."""
+    from minipods.model import base_model_of
+
+    model, tok = _adapted()
+    prompts = [build_prompt(tok, q) for q in PROMPTS[:2]]
+    runs = []
+    for fuse in (True, False):
+        torch.manual_seed(3)
+        ro = generate_rollouts(model, tok, prompts, 4, max_new_tokens=20, fuse_siblings=fuse)
+        siblings = sum(isinstance(m, PackedSibling) for m in folded_copy(model, fuse=fuse).modules())
+        assert ro.meta["fused_siblings"] is fuse and siblings == (5 * len(base_model_of(model).get_decoder().layers) if fuse else 0)
+        runs.append(ro.completion_ids)
+    assert torch.equal(runs[0], runs[1])
 
 
 @pytest.mark.parametrize("mask_kind", ["none", "bool", "additive"])

@@ -86,6 +86,76 @@ class PackedLinear(torch.nn.Module):
         return y.to(x.dtype)
 
 
+class PackedGroup:
+    """Sibling projections of one input (an attention's q/k/v, an MLP's gate/up) packed as one
+    oneDNN weight: the first sibling called on an input runs one matmul for all of them and the
+    others take their slice of its output (transformers calls them one after another on the same
+    tensor). Each output is the same dot product as in the sibling's own PackedLinear, computed by
+    fewer, wider matmuls (docs/performance.md; tests/test_fast.py holds them equal)."""
+
+    def __init__(self, sizes: list[int], bias: torch.Tensor | None):
+        self.sizes, self.bias, self.packed, self.staged = sizes, bias, None, {}
+        self._x = self._parts = None  # the input last multiplied and its per-sibling slices
+        self._served: set[int] = set()
+
+    def load_(self, i: int, weight: torch.Tensor) -> None:
+        """Sibling i's (out, in) weight; the group repacks once every sibling's is in (a refresh)."""
+        self.staged[i] = weight.detach().float()
+        if len(self.staged) == len(self.sizes):
+            w = torch.cat([self.staged.pop(j) for j in range(len(self.sizes))])  # (sum of outs, in)
+            self.packed = torch.ops.mkldnn._reorder_linear_weight(w.contiguous())
+
+    def output(self, x: torch.Tensor, i: int) -> torch.Tensor:
+        if self._x is not x or i in self._served:  # a new input: one matmul serves every sibling
+            y = torch.ops.mkldnn._linear_pointwise(x.float(), self.packed, self.bias, "none", [], "")
+            self._x, self._parts, self._served = x, y.split(self.sizes, -1), set()
+        self._served.add(i)
+        part = self._parts[i]
+        if len(self._served) == len(self.sizes):
+            self._x = self._parts = None  # every sibling served: hold no tensor between calls
+        return part.to(x.dtype)
+
+
+class PackedSibling(PackedLinear):
+    """One projection of a PackedGroup: a PackedLinear whose weight lives in the group's."""
+
+    def __init__(self, group: PackedGroup, i: int, weight: torch.Tensor):
+        self.group, self.i = group, i
+        super().__init__(weight)  # stages the weight in the group (load_ below)
+
+    def load_(self, weight: torch.Tensor) -> None:
+        self.group.load_(self.i, weight)
+
+    @property
+    def weight(self) -> torch.Tensor:
+        return self.group.packed
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.group.output(x, self.i)
+
+
+SIBLINGS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
+
+
+@torch.no_grad()
+def _fuse_siblings(copy, pairs: list[tuple]) -> list[tuple]:
+    """Replace each set of SIBLINGS that are all PackedLinear on one input size in `copy` by one
+    PackedGroup; return `pairs` (source, weight, copy's module) pointing at the new modules."""
+    swap = {}
+    for mod in copy.modules():
+        for names in SIBLINGS:
+            lins = [getattr(mod, n, None) for n in names]
+            if (not all(type(m) is PackedLinear for m in lins) or len({m.in_features for m in lins}) > 1
+                    or len({m.bias is None for m in lins}) > 1):
+                continue
+            bias = None if lins[0].bias is None else torch.cat([m.bias for m in lins])
+            group = PackedGroup([m.out_features for m in lins], bias)
+            for i, (n, m) in enumerate(zip(names, lins)):
+                swap[m] = PackedSibling(group, i, torch.zeros(m.out_features, m.in_features))
+                setattr(mod, n, swap[m])
+    return [(m, src, swap.get(dst, dst)) for m, src, dst in pairs]
+
+
 def _decode_attention(module, query, key, value, attention_mask, scaling: float | None = None):
     """Attention of one query token per row (a decode step) as two small matmuls: (B, Hq, 1, d)
     queries against (B, Hk, L, d) keys/values, the Hq / Hk query heads that share a KV head taken
@@ -139,8 +209,8 @@ class _Folded:
     """Holder for the copy (a plain object, so nn.Module does not register the copy as a submodule
     of the policy: its parameters stay out of model.parameters(), state_dict() and the optimizer)."""
 
-    def __init__(self, copy, pairs, upcast, pack):
-        self.copy, self.pairs, self.upcast, self.pack = copy, pairs, upcast, pack
+    def __init__(self, copy, pairs, upcast, pack, fuse):
+        self.copy, self.pairs, self.upcast, self.pack, self.fuse = copy, pairs, upcast, pack, fuse
 
 
 def _foldable_lora_layers(model) -> list[tuple[str, object]] | None:
@@ -174,7 +244,7 @@ def _fold(m) -> torch.Tensor:
 
 
 @torch.no_grad()
-def folded_copy(model, upcast: bool | None = None, pack: bool | None = None):
+def folded_copy(model, upcast: bool | None = None, pack: bool | None = None, fuse: bool = True):
     """The policy with its active LoRA adapter folded in, as a separate eval-mode model; None where
     folding does not apply (see _foldable_lora_layers; in particular 4-bit models, whose copy would
     be a full-precision one: they generate with the unmerged adapter instead).
@@ -185,6 +255,7 @@ def folded_copy(model, upcast: bool | None = None, pack: bool | None = None):
     upcasts too (same math, the fast kernels). pack (None = on a CPU with oneDNN when the copy
     computes in float32): PackedLinear instead, the same values packed for oneDNN's small-batch
     kernels. Otherwise the copy holds the LoRA-targeted weights in their dtype and shares the head.
+    fuse (with pack): sibling projections of one input (q/k/v, gate/up) as one PackedGroup each.
 
     Built once and cached on `model`; each call refreshes every copied weight from the policy's
     current tensors (no stale copy after an update or an adapter load); the policy's are only read.
@@ -198,7 +269,7 @@ def folded_copy(model, upcast: bool | None = None, pack: bool | None = None):
     if pack is None:
         pack = w0.device.type == "cpu" and (upcast or w0.dtype == torch.float32) and onednn_linear_available()
     held = model.__dict__.get(_FOLD_ATTR)
-    if (held is None or (held.upcast, held.pack) != (upcast, pack) or held.copy.device != w0.device
+    if (held is None or (held.upcast, held.pack, held.fuse) != (upcast, pack, fuse) or held.copy.device != w0.device
             or len(held.pairs) < len(layers)):
         import copy as _copy
 
@@ -220,10 +291,12 @@ def folded_copy(model, upcast: bool | None = None, pack: bool | None = None):
             up = (PackedLinear if pack else UpcastLinear)(head.weight, head.bias)
             cp.set_output_embeddings(up)
             pairs.append((None, base.get_output_embeddings().weight, up))
+        if pack and fuse:
+            pairs = _fuse_siblings(cp, pairs)
         if upcast or pack:
             _use_copy_attention(cp)
         cp.eval()
-        held = _Folded(cp, pairs, upcast, pack)
+        held = _Folded(cp, pairs, upcast, pack, fuse)
         model.__dict__[_FOLD_ATTR] = held  # plain attribute (see _Folded)
     for m, src, dst in held.pairs:  # refresh: cheap next to a rollout phase
         w = (src.float() if m is None else _fold(m)).to(src.dtype)  # one rounding to the policy's dtype

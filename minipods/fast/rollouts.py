@@ -13,7 +13,8 @@ five levers make it cheaper (docs/performance.md has what each buys, measured):
     adapter folded in (minipods.fast.inference; the trained weights are never touched), with
     float32 upcasts of bf16 weights on CPUs without native bf16 matmuls;
   * on CPU, that copy's linears and LM head hold oneDNN packed weights (inference.PackedLinear),
-    whose small-batch kernels beat the plain float32 GEMM at a decode step's few rows;
+    whose small-batch kernels beat the plain float32 GEMM at a decode step's few rows, with each
+    layer's q/k/v and gate/up projections packed together and run as one matmul (PackedGroup);
   * a KV cache that writes each step into room allocated once (minipods.fast.cache) instead of
     concatenating, which copies every layer's whole cache every step.
 """
@@ -25,7 +26,7 @@ import time
 import torch
 
 from minipods.fast.cache import roomy_cache
-from minipods.fast.inference import PackedLinear, can_fold, folded_copy
+from minipods.fast.inference import PackedLinear, PackedSibling, can_fold, folded_copy
 from minipods.fast.sampler import InverseCDFSampler
 from minipods.model import base_model_of, generation_mode
 from minipods.rollouts import Rollouts, assemble, eos_ids, positions_from_mask, repeat_prompts
@@ -75,7 +76,7 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
                       temperature: float = 0.9, top_p: float = 1.0, batch_size: int = 64,
                       max_prompt_tokens: int | None = None, do_sample: bool = True,
                       progress: bool = False, fold_adapter: bool | None = None, pack_weights: bool | None = None,
-                      grow_in_place: bool = True) -> Rollouts:
+                      grow_in_place: bool = True, fuse_siblings: bool = True) -> Rollouts:
     """minipods.rollouts.generate_rollouts, fast. Arguments as there (the same guarantees on
     batch_size: greedy completions independent of it; sampled ones reproducible for a seed and
     batch_size, each row drawing one uniform per step in chunk order), plus
@@ -88,6 +89,8 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
         where it applies: a float32 copy on a CPU).
     grow_in_place: decode with fast.cache's KV cache that writes into preallocated room instead of
         concatenating every step.
+    fuse_siblings: with packed weights, each layer's q/k/v and gate/up projections run as one
+        matmul each (folded_copy's `fuse`; the same outputs).
     meta of the result: fold_s, prefill_s, decode_s (seconds), steps (decode steps), folded and
     shared_prefill (which levers applied).
     """
@@ -107,7 +110,7 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
 
     t0 = time.perf_counter()
     with generation_mode(model):
-        gen = (folded_copy(model, pack=pack_weights) if fold_adapter else None) or model
+        gen = (folded_copy(model, pack=pack_weights, fuse=fuse_siblings) if fold_adapter else None) or model
         t1 = time.perf_counter()
         kv = prefill_distinct(gen, ids.to(device), am.to(device))  # [(G, h, P-1, d)] * layers
         t2 = time.perf_counter()
@@ -118,5 +121,6 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
     t3 = time.perf_counter()
     meta = {"fold_s": t1 - t0, "prefill_s": t2 - t1, "decode_s": t3 - t2, "steps": max(c.shape[1] for c in chunks),
             "folded": gen is not model, "shared_prefill": kv is not None,
-            "packed": any(isinstance(m, PackedLinear) for m in gen.modules()), "grown_in_place": grow_in_place}
+            "packed": any(isinstance(m, PackedLinear) for m in gen.modules()), "grown_in_place": grow_in_place,
+            "fused_siblings": any(isinstance(m, PackedSibling) for m in gen.modules())}
     return assemble(tokenizer, prompt_ids, prompt_mask, group, chunks, eos, pad, n, t3 - t0, meta)

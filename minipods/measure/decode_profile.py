@@ -7,7 +7,7 @@ forward (rotary embeddings, activations, residual adds, the Python between ops) 
 own loop around the forward. Times are exclusive (a part nested in another counts once, in the
 inner one) and per decode step. Beside them, the step's roofline limit (measure.speed).
 
-Lever switches (--no-pack, --no-grow, --sdpa) reproduce the engine before those levers, so the
+Lever switches (--no-pack, --no-fuse, --no-grow, --sdpa) reproduce the engine before those levers, so the
 same command gives the before and after columns of docs/performance.md.
 """
 
@@ -104,16 +104,17 @@ def timed_parts(timer: PartTimer, decoder):
 
 
 def profile_decode(model, tok, prompts: list[str], n: int = 8, max_new_tokens: int = 64, temperature: float = 0.7,
-                   pack: bool | None = None, grow: bool = True, sdpa: bool = False, rounds: int = 2) -> dict:
+                   pack: bool | None = None, grow: bool = True, sdpa: bool = False, rounds: int = 2,
+                   fuse: bool = True) -> dict:
     """ms per decode step of each part (PartTimer), `rounds` seeded calls after a warm-up; the
     untimed decode step of the same calls beside it (the hooks' own cost is the difference)."""
     from minipods.fast.inference import folded_copy
     from minipods.fast.rollouts import generate_rollouts
 
     kw = dict(max_new_tokens=max_new_tokens, temperature=temperature, batch_size=len(prompts) * n,
-              pack_weights=pack, grow_in_place=grow)
+              pack_weights=pack, grow_in_place=grow, fuse_siblings=fuse)
     generate_rollouts(model, tok, prompts[:1], 2, **{**kw, "max_new_tokens": 4})  # warm-up, builds the copy
-    decoder = folded_copy(model, pack=pack)
+    decoder = folded_copy(model, pack=pack, fuse=fuse)
     if sdpa:
         decoder.set_attn_implementation("sdpa")
     plain_s, steps = 0.0, 0
@@ -129,7 +130,8 @@ def profile_decode(model, tok, prompts: list[str], n: int = 8, max_new_tokens: i
             timed_s, timed_steps = timed_s + ro.meta["decode_s"], timed_steps + ro.meta["steps"]
     parts = {k: v / timed_steps * 1e3 for k, v in timer.total.items()}
     return {"parts_ms": parts, "timed_step_ms": timed_s / timed_steps * 1e3, "step_ms": plain_s / steps * 1e3,
-            "levers": {"packed": ro.meta["packed"], "grown_in_place": grow, "attention": decoder.config._attn_implementation}}
+            "levers": {"packed": ro.meta["packed"], "fused_siblings": ro.meta["fused_siblings"], "grown_in_place": grow,
+                       "attention": decoder.config._attn_implementation}}
 
 
 def main(argv=None) -> int:
@@ -143,17 +145,19 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=2, help="seeded rollout calls timed (after one untimed set)")
     p.add_argument("--no-pack", action="store_true", help="the inference copy without oneDNN packed weights")
     p.add_argument("--no-grow", action="store_true", help="concatenating KV cache (transformers' DynamicCache)")
+    p.add_argument("--no-fuse", action="store_true", help="q/k/v and gate/up as separate packed matmuls")
     p.add_argument("--sdpa", action="store_true", help="transformers' SDPA attention for decode steps")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     model, tok = load_policy(args.model, dtype="float32", lora_r=16, lora_alpha=32, device="cpu")
     prompts = [build_prompt(tok, it["question"]) for it in synthetic_problems(4, seed=0)]
-    r = profile_decode(model, tok, prompts, pack=False if args.no_pack else None, grow=not args.no_grow,
+    r = profile_decode(model, tok, prompts, pack=False if args.no_pack else None, grow=not args.no_grow, fuse=not args.no_fuse,
                        sdpa=args.sdpa, rounds=args.rounds)
     from minipods.fast.inference import folded_copy
 
     P = len(tok(prompts[0], add_special_tokens=False).input_ids)
-    roof = decode_roofline(folded_copy(model), 32, P + 32, machine_limits())
+    roof = decode_roofline(folded_copy(model, pack=False if args.no_pack else None, fuse=not args.no_fuse), 32, P + 32,
+                           machine_limits())
     print(f"decode step, float32, 4 prompts x n=8, 64 new tokens, {args.threads} threads; levers {r['levers']}")
     print("| part | ms per decode step | share |\n|---|---|---|")
     for k, v in sorted(r["parts_ms"].items(), key=lambda kv: -kv[1]):

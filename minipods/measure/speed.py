@@ -79,10 +79,11 @@ def decode_roofline(model, batch: int, context: float, limits: dict) -> dict:
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     blocks = base.get_decoder().layers
     mats = [t for n, t in list(blocks.named_parameters()) + list(blocks.named_buffers())
-            if t.dim() == 2 and "lora_" not in n] + [m.packed for m in blocks.modules() if isinstance(m, PackedLinear)]
+            if t.dim() == 2 and "lora_" not in n]
+    packed = sum(m.in_features * m.out_features for m in blocks.modules() if isinstance(m, PackedLinear))  # float32
     head = base.get_output_embeddings().weight
-    n_w = sum(t.numel() for t in mats) + head.numel()
-    w_bytes = sum(t.numel() * t.element_size() for t in mats) + head.numel() * head.element_size()
+    n_w = sum(t.numel() for t in mats) + packed + head.numel()
+    w_bytes = sum(t.numel() * t.element_size() for t in mats) + 4 * packed + head.numel() * head.element_size()
     heads = cfg.num_attention_heads
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
     bytes_read, flops = decode_step_cost(n_w, w_bytes, batch, cfg.num_hidden_layers, heads,
@@ -140,13 +141,14 @@ def rollout_speed(model, tok, prompts: list[str], n: int = 8, max_new_tokens: in
             "rounds": rounds, "threads": torch.get_num_threads(), "fast": f, "plain": p,
             "ratio": f["tokens_per_s"] / p["tokens_per_s"],
             "fast_parts_s": {k: sum(m[k] for m in meta) / len(meta) for k in ("fold_s", "prefill_s", "decode_s")},
-            "levers": {k: meta[0][k] for k in ("folded", "shared_prefill", "packed", "grown_in_place")},
+            "levers": {k: meta[0][k] for k in ("folded", "shared_prefill", "packed", "fused_siblings", "grown_in_place")},
             "limits": limits, "roofline": roof, "decode_step_s": step_s, "x_limit": step_s / roof["limit_s"],
             "levers_alone": lever_ablation(model, tok, prompts, n, max_new_tokens, temperature, rounds, seed)
             if ablate else {}}
 
 
 LEVERS = {"all levers": {}, "without the oneDNN packed weights": {"pack_weights": False},
+          "without the fused q/k/v and gate/up": {"fuse_siblings": False},
           "without the in-place KV cache": {"grow_in_place": False},
           "without the folded copy (nor packing)": {"fold_adapter": False}}
 
