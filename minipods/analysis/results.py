@@ -157,6 +157,13 @@ def time_to_reach(rows: list[dict], target: float) -> float | None:
     return None
 
 
+def lacks_target(baseline_time_s: float | None) -> bool:
+    """Whether a seed has no target: its baseline reached it at 0 s, i.e. the untrained model already
+    meets 99% of the baseline's peak (the baseline never beat its step-0 evaluation), so no arm can
+    reach it sooner. wallclock.time_to_target and seeds.summarize_seeds count such seeds apart."""
+    return baseline_time_s == 0
+
+
 def accuracy_at(rows: list[dict], t: float | None = None) -> float | None:
     """Accuracy of the last evaluation at or before `t` training seconds (t=None: the last one)."""
     best = None

@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 
 from minipods.analysis.results import (BASELINE, PAIRED_ARM, TARGET_FRAC, change_of, final_eval, first_last_correct,
-                                       fmt, matched_correct, paired_cols, paired_lines, summarize)
+                                       fmt, lacks_target, matched_correct, paired_cols, paired_lines, summarize)
 from minipods.analysis.stats import mean_interval, paired_difference
 from minipods.analysis.wallclock import wallclock_lines
 
@@ -70,7 +70,7 @@ def summarize_seeds(per_seed: dict[int, dict[str, list[dict]]], baseline: str | 
     is left out of time_to_target_s altogether (as in wallclock.time_to_target)."""
     per = {s: {r["arm"]: r for r in summarize(runs, baseline, target_frac)} for s, runs in per_seed.items()}
     arms = list(dict.fromkeys(a for runs in per_seed.values() for a in runs))
-    no_target = {s for s, p in per.items() if baseline in p and p[baseline]["time_to_target_s"] == 0}
+    no_target = {s for s, p in per.items() if baseline in p and lacks_target(p[baseline]["time_to_target_s"])}
 
     def values(a, k):
         return [p[a][k] for s, p in per.items() if a in p and not (k == "time_to_target_s" and s in no_target)]

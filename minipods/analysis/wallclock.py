@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from minipods.analysis.results import (BASELINE, TARGET_FRAC, eval_points, final_eval, matched_correct, read_eval,
-                                       read_rows, time_to_reach, training_rows)
+from minipods.analysis.results import (BASELINE, TARGET_FRAC, eval_points, final_eval, lacks_target, matched_correct,
+                                       read_eval, read_rows, time_to_reach, training_rows)
 from minipods.analysis.stats import bootstrap_ratio, paired_difference
 
 
@@ -49,7 +49,7 @@ def time_to_target(seed_dirs: dict[int, dict[str, Path]], baseline: str = BASELI
     target (left out of the rest), "speedup": bootstrap_ratio of the baseline's mean time over the
     arm's (seeds where both reached)}. seed_dirs: seed -> arm -> run folder."""
     times = {s: _seed_times(d, baseline, target_frac) for s, d in seed_dirs.items() if baseline in d}
-    no_target = sorted(s for s, t in times.items() if t[baseline] == 0)  # grpo met it untrained
+    no_target = sorted(s for s, t in times.items() if lacks_target(t[baseline]))
     out = {}
     for arm in dict.fromkeys(a for d in seed_dirs.values() for a in d):
         per = {s: t[arm] for s, t in times.items() if arm in t and s not in no_target}
