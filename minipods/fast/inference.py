@@ -243,6 +243,38 @@ def _fold(m) -> torch.Tensor:
     return w
 
 
+def _build_copy(model, layers, upcast: bool, pack: bool, fuse: bool) -> _Folded:
+    """folded_copy's copy, built once: the base model deep-copied with every tensor shared except the
+    LoRA-targeted linears' weights, those (and the head, when upcast or packed) replaced by the
+    copy's own modules; their weights are filled by folded_copy's refresh."""
+    import copy as _copy
+
+    base = model.get_base_model()
+    folded_ids = {id(m.base_layer.weight) for _, m in layers}
+    # deepcopy with a memo that maps every other tensor to itself: those are shared, not copied
+    memo = {id(t): t for t in list(base.parameters()) + list(base.buffers()) if id(t) not in folded_ids}
+    cp = _copy.deepcopy(base, memo)
+    pairs = []  # (peft LoRA layer or None, source weight, the copy's module)
+    for name, m in layers:
+        parent, _, child = name.rpartition(".")
+        lin = cp.get_submodule(name).base_layer  # the copy's own nn.Linear (fresh weight tensor)
+        if pack or upcast:
+            lin = (PackedLinear if pack else UpcastLinear)(lin.weight, lin.bias)
+        setattr(cp.get_submodule(parent) if parent else cp, child, lin)
+        pairs.append((m, m.base_layer.weight, lin))
+    head = cp.get_output_embeddings()
+    if (pack or upcast) and type(head) is torch.nn.Linear:  # a large share of a small model's decode FLOPs
+        up = (PackedLinear if pack else UpcastLinear)(head.weight, head.bias)
+        cp.set_output_embeddings(up)
+        pairs.append((None, base.get_output_embeddings().weight, up))
+    if pack and fuse:
+        pairs = _fuse_siblings(cp, pairs)
+    if upcast or pack:
+        _use_copy_attention(cp)
+    cp.eval()
+    return _Folded(cp, pairs, upcast, pack, fuse)
+
+
 @torch.no_grad()
 def folded_copy(model, upcast: bool | None = None, pack: bool | None = None, fuse: bool = True):
     """The policy with its active LoRA adapter folded in, as a separate eval-mode model; None where
@@ -271,32 +303,7 @@ def folded_copy(model, upcast: bool | None = None, pack: bool | None = None, fus
     held = model.__dict__.get(_FOLD_ATTR)
     if (held is None or (held.upcast, held.pack, held.fuse) != (upcast, pack, fuse) or held.copy.device != w0.device
             or len(held.pairs) < len(layers)):
-        import copy as _copy
-
-        base = model.get_base_model()
-        folded_ids = {id(m.base_layer.weight) for _, m in layers}
-        # deepcopy with a memo that maps every other tensor to itself: those are shared, not copied
-        memo = {id(t): t for t in list(base.parameters()) + list(base.buffers()) if id(t) not in folded_ids}
-        cp = _copy.deepcopy(base, memo)
-        pairs = []  # (peft LoRA layer or None, source weight, the copy's module)
-        for name, m in layers:
-            parent, _, child = name.rpartition(".")
-            lin = cp.get_submodule(name).base_layer  # the copy's own nn.Linear (fresh weight tensor)
-            if pack or upcast:
-                lin = (PackedLinear if pack else UpcastLinear)(lin.weight, lin.bias)
-            setattr(cp.get_submodule(parent) if parent else cp, child, lin)
-            pairs.append((m, m.base_layer.weight, lin))
-        head = cp.get_output_embeddings()
-        if (pack or upcast) and type(head) is torch.nn.Linear:  # a large share of a small model's decode FLOPs
-            up = (PackedLinear if pack else UpcastLinear)(head.weight, head.bias)
-            cp.set_output_embeddings(up)
-            pairs.append((None, base.get_output_embeddings().weight, up))
-        if pack and fuse:
-            pairs = _fuse_siblings(cp, pairs)
-        if upcast or pack:
-            _use_copy_attention(cp)
-        cp.eval()
-        held = _Folded(cp, pairs, upcast, pack, fuse)
+        held = _build_copy(model, layers, upcast, pack, fuse)
         model.__dict__[_FOLD_ATTR] = held  # plain attribute (see _Folded)
     for m, src, dst in held.pairs:  # refresh: cheap next to a rollout phase
         w = (src.float() if m is None else _fold(m)).to(src.dtype)  # one rounding to the policy's dtype
