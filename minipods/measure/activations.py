@@ -71,7 +71,7 @@ class GenTerms:
 # and (rows x vocab) tensors per decode step (logits, their float32 copy, the sampler's), per base precision:
 # measured by `python -m minipods.measure.shallow --buffers` (a narrow twin, 16,384-token vocabulary).
 LOGPROB_BUFFERS = {"4bit": 4.02, "none": 4.01}
-DECODE_BUFFERS = {"4bit": 8.02, "none": 7.52}
+DECODE_BUFFERS = {"4bit": 6.02, "none": 5.52}
 # The optimizer step's temporaries (same command): torch AdamW with foreach (its CUDA default) holds one copy
 # of all LoRA weights (the square root of the second moment); bitsandbytes' 8-bit step holds float32
 # temporaries of one tensor at a time on a CPU, counted in copies of the largest LoRA tensor (its CUDA
