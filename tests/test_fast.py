@@ -281,7 +281,9 @@ def test_packed_group_gives_each_sibling_its_own_linear(bias):
     bs = [torch.randn(o, generator=g) if bias else None for o in (96, 32, 32)]
     own = [PackedLinear(w, b) for w, b in zip(ws, bs)]
     group = PackedGroup([96, 32, 32], torch.cat(bs) if bias else None)
-    sib = [PackedSibling(group, i, w) for i, w in enumerate(ws)]
+    sib = [PackedSibling(group, i, *w.shape) for i, w in enumerate(ws)]
+    for s, w in zip(sib, ws):
+        s.load_(w)
     x1, x2 = torch.randn(2, 5, 1, 96, generator=g)
     for order in ([0, 1, 2], [2, 0, 1]):
         got = {i: sib[i](x1) for i in order}

@@ -87,48 +87,53 @@ class PackedLinear(torch.nn.Module):
 
 
 class PackedGroup:
-    """Sibling projections of one input (an attention's q/k/v, an MLP's gate/up) packed as one
-    oneDNN weight: the first sibling called on an input runs one matmul for all of them and the
-    others take their slice of its output (transformers calls them one after another on the same
+    """Sibling projections of one input (an attention's q/k/v, an MLP's gate/up) as one PackedLinear
+    over their stacked weights: the first sibling called on an input runs its one matmul and the
+    others take their slice of the output (transformers calls them one after another on the same
     tensor). Each output is the same dot product as in the sibling's own PackedLinear, computed by
     fewer, wider matmuls (docs/performance.md; tests/test_fast.py holds them equal)."""
 
     def __init__(self, sizes: list[int], bias: torch.Tensor | None):
-        self.sizes, self.bias, self.packed, self.staged = sizes, bias, None, {}
+        self.sizes, self.bias, self.staged = sizes, bias, {}
+        self.linear: PackedLinear | None = None  # built at the first complete load
         self._x = self._parts = None  # the input last multiplied and its per-sibling slices
         self._served: set[int] = set()
 
     def load_(self, i: int, weight: torch.Tensor) -> None:
         """Sibling i's (out, in) weight; the group repacks once every sibling's is in (a refresh)."""
-        self.staged[i] = weight.detach().float()
+        self.staged[i] = weight
         if len(self.staged) == len(self.sizes):
-            w = torch.cat([self.staged.pop(j) for j in range(len(self.sizes))])  # (sum of outs, in)
-            self.packed = torch.ops.mkldnn._reorder_linear_weight(w.contiguous())
+            w = torch.cat([self.staged.pop(j).float() for j in range(len(self.sizes))])  # (sum of outs, in)
+            if self.linear is None:
+                self.linear = PackedLinear(w, self.bias)
+            else:
+                self.linear.load_(w)
 
     def output(self, x: torch.Tensor, i: int) -> torch.Tensor:
         if self._x is not x or i in self._served:  # a new input: one matmul serves every sibling
-            y = torch.ops.mkldnn._linear_pointwise(x.float(), self.packed, self.bias, "none", [], "")
-            self._x, self._parts, self._served = x, y.split(self.sizes, -1), set()
+            self._x, self._parts, self._served = x, self.linear(x).split(self.sizes, -1), set()
         self._served.add(i)
         part = self._parts[i]
         if len(self._served) == len(self.sizes):
             self._x = self._parts = None  # every sibling served: hold no tensor between calls
-        return part.to(x.dtype)
+        return part
 
 
 class PackedSibling(PackedLinear):
-    """One projection of a PackedGroup: a PackedLinear whose weight lives in the group's."""
+    """One projection of a PackedGroup: a PackedLinear (to every caller that counts or refreshes
+    them) whose weight lives in the group's, so it packs nothing of its own; load_ stages its part."""
 
-    def __init__(self, group: PackedGroup, i: int, weight: torch.Tensor):
-        self.group, self.i = group, i
-        super().__init__(weight)  # stages the weight in the group (load_ below)
+    def __init__(self, group: PackedGroup, i: int, out_features: int, in_features: int):
+        torch.nn.Module.__init__(self)  # not PackedLinear's: the group holds the packed weight
+        self.group, self.i, self.out_features, self.in_features = group, i, out_features, in_features
+        self.register_buffer("bias", None, persistent=False)  # in the group's
 
     def load_(self, weight: torch.Tensor) -> None:
         self.group.load_(self.i, weight)
 
     @property
     def weight(self) -> torch.Tensor:
-        return self.group.packed
+        return self.group.linear.weight
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.group.output(x, self.i)
@@ -151,7 +156,7 @@ def _fuse_siblings(copy, pairs: list[tuple]) -> list[tuple]:
             bias = None if lins[0].bias is None else torch.cat([m.bias for m in lins])
             group = PackedGroup([m.out_features for m in lins], bias)
             for i, (n, m) in enumerate(zip(names, lins)):
-                swap[m] = PackedSibling(group, i, torch.zeros(m.out_features, m.in_features))
+                swap[m] = PackedSibling(group, i, m.out_features, m.in_features)  # filled by the refresh
                 setattr(mod, n, swap[m])
     return [(m, src, swap.get(dst, dst)) for m, src, dst in pairs]
 

@@ -151,13 +151,13 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     model, tok = load_policy(args.model, dtype="float32", lora_r=16, lora_alpha=32, device="cpu")
     prompts = [build_prompt(tok, it["question"]) for it in synthetic_problems(4, seed=0)]
-    r = profile_decode(model, tok, prompts, pack=False if args.no_pack else None, grow=not args.no_grow, fuse=not args.no_fuse,
+    pack = False if args.no_pack else None
+    r = profile_decode(model, tok, prompts, pack=pack, grow=not args.no_grow, fuse=not args.no_fuse,
                        sdpa=args.sdpa, rounds=args.rounds)
     from minipods.fast.inference import folded_copy
 
     P = len(tok(prompts[0], add_special_tokens=False).input_ids)
-    roof = decode_roofline(folded_copy(model, pack=False if args.no_pack else None, fuse=not args.no_fuse), 32, P + 32,
-                           machine_limits())
+    roof = decode_roofline(folded_copy(model, pack=pack, fuse=not args.no_fuse), 32, P + 32, machine_limits())
     print(f"decode step, float32, 4 prompts x n=8, 64 new tokens, {args.threads} threads; levers {r['levers']}")
     print("| part | ms per decode step | share |\n|---|---|---|")
     for k, v in sorted(r["parts_ms"].items(), key=lambda kv: -kv[1]):
