@@ -73,7 +73,8 @@ def difference(study: dict, a: str, b: str, pick=FINAL) -> dict:
     """b minus a: per_seed (seed -> diff, and `paired`, the within-seed paired_difference where both
     evaluations kept their questions), seeds (mean_interval of the per-seed diffs with `p`, the
     exact sign-flip p-value) and pooled (paired_difference over every (seed, question) pair, only
-    when every seed kept its questions: about these seeds' questions, not about the arms)."""
+    when every seed kept its questions: about these seeds' questions, not about the arms; with one
+    seed it is that seed's paired interval)."""
     per_seed, xa, xb, whole = {}, [], [], True
     for s, arms in study.items():
         if a not in arms or b not in arms:
@@ -90,7 +91,7 @@ def difference(study: dict, a: str, b: str, pick=FINAL) -> dict:
         per_seed[s] = {"diff": pb.accuracy - pa.accuracy, "paired": paired}
     diffs = [v["diff"] for v in per_seed.values()]
     return {"a": a, "b": b, "per_seed": per_seed, "seeds": {**mean_interval(diffs, (-1.0, 1.0)), "p": sign_flip_p(diffs)},
-            "pooled": paired_difference(xa, xb) if whole and len(per_seed) > 1 else None}
+            "pooled": paired_difference(xa, xb) if whole and per_seed else None}
 
 
 def standard_error(t: float, n: int | None) -> float:
@@ -197,7 +198,7 @@ def format_difference(d: dict, per_seed: bool = True) -> str:
         line += "; per seed " + ", ".join(
             f"{_pts(v['diff'])}" + (f" [{_pts(v['paired']['ci95'][0])}, {_pts(v['paired']['ci95'][1])}]"
                                     if v["paired"] else "") for v in ps.values())
-    if d["pooled"]:
+    if d["pooled"] and m["k"] > 1:
         q = d["pooled"]
         line += f"; these seeds' {q['n']} questions pooled {_pts(q['diff'])} [{_pts(q['ci95'][0])}, {_pts(q['ci95'][1])}]"
     return line
