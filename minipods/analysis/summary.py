@@ -125,7 +125,8 @@ def time_to_target(study: dict, baseline: str = BASELINE, k: int = PLATEAU_K, ta
     """targets (seed -> (target, tolerance), None: no target), and per arm: per_seed (seed ->
     seconds, step (None: never), end_s, end_step), reached, of, censored, the restricted means of
     seconds and steps (never = the run's end) and speedup (`ratio_interval` of the baseline's
-    seconds over the arm's per seed, censored seeds at their bound; `censored` counts them)."""
+    seconds over the arm's per seed, censored seeds at their bound; `censored` counts them; an arm
+    that meets the target at 0 s has no finite ratio and is left out, so speedup's k < of)."""
     targets, per = {}, {}
     for s, arms in study.items():
         if baseline not in arms and target is None:
@@ -206,7 +207,9 @@ def format_difference(d: dict, per_seed: bool = True) -> str:
 
 def _cell(d: dict | None) -> str:
     """A table cell of a difference: seed-level mean [CI] (one seed: its paired interval)."""
-    return "-" if not d or not d["per_seed"] else format_difference(d, per_seed=False).split(" (")[0].split(" over ")[0].replace(" points", "")
+    if not d or not d["per_seed"]:
+        return "-"
+    return format_difference(d, per_seed=False).split(" (")[0].split(" over ")[0].split(" on ")[0].replace(" points", "")
 
 
 def _mi(m: dict, scale: float = 100.0, digits: int = 1) -> str:
@@ -228,7 +231,7 @@ def _time_cell(t: dict, baseline: str, arm: str) -> tuple[str, str]:
     if arm == baseline or sp["ratio"] is None:
         return time, "-"
     ci = f" [{sp['lo']:.2f}, {sp['hi']:.2f}]" if sp["lo"] is not None else ""
-    return time, f"{'≤' if r['censored'] else ''}{sp['ratio']:.2f}x{ci} ({sp['k']} seeds, {r['censored']} censored)"
+    return time, f"{'≤' if r['censored'] else ''}{sp['ratio']:.2f}x{ci} ({sp['k']}/{r['of']} seeds, {r['censored']} censored)"
 
 
 def _time_lines(s: dict) -> list[str]:
@@ -258,7 +261,10 @@ def summary_lines(s: dict, configs: dict[str, dict] | None = None) -> list[str]:
     lines = [f"# minipods comparison: {len(seeds)} seed{'s' * (len(seeds) > 1)} ({', '.join(map(str, seeds))})", "",
              "The training run is the unit: each difference is the mean over seeds of the per-seed difference with "
              "a Student-t 95% interval and the exact sign-flip p; a pooled interval is about these seeds' "
-             "questions only. Accuracies in %, differences in points, times in training seconds.", ""]
+             "questions only. Accuracies in %, differences in points, times in training seconds." if len(seeds) > 1
+             else "One training run: every interval here is Newcombe's paired interval on this seed's questions, a "
+                  "statement about these questions, not about the arms (run several seeds for that). Accuracies in "
+                  "%, differences in points, times in training seconds.", ""]
     for a, d in s["versus"].items():
         lines.append(f"- `{focus}` minus `{a}`, final evaluations: {format_difference(d)}")
     for a, d in s["equal_time"].items():
