@@ -6,7 +6,8 @@ the unit. One seed is the one-seed case of many.
     s = summarize_study(study, baseline="grpo", focus="pods")
     print("\\n".join(summary_lines(s)))
 
-A study is `dict[seed, dict[arm, list[Point]]]`, a Point one evaluation: training seconds, step,
+A study is `dict[seed, dict[arm, list[Point]]]` (each list non-empty, in time order), a Point one
+evaluation: training time (seconds, or any unit shared by all arms: `unit=` in the files), step,
 accuracy, questions and, optionally, the 0/1 per question index (then each seed also gets its
 within-seed paired interval, and the pooled one exists, labelled as about these seeds' questions).
 Run folders are one reader into it (minipods.analysis.results.read_study); any source of per-run
@@ -193,8 +194,8 @@ def format_difference(d: dict, per_seed: bool = True) -> str:
         return f"{_pts(v['diff'])} points" + (f" [{_pts(q['ci95'][0])}, {_pts(q['ci95'][1])}] on this seed's {q['n']} "
                                               f"questions (McNemar p {fmt_p(q['p'])}; one run: no seed-level interval)"
                                               if q else " (one run: no interval)")
-    line = (f"{_pts(m['mean'])} points [{_pts(m['lo'])}, {_pts(m['hi'])}] over {m['k']} seeds (t 95% CI; "
-            f"sign-flip p {fmt_p(m['p'])})")
+    line = (f"{_pts(m['mean'])} points [{_pts(m['lo'])}, {_pts(m['hi'])}] over {m['k']} seeds (t 95% CI"
+            + (f"; sign-flip p {fmt_p(m['p'])})" if m["p"] is not None else ")"))
     if per_seed:
         line += "; per seed " + ", ".join(
             f"{_pts(v['diff'])}" + (f" [{_pts(v['paired']['ci95'][0])}, {_pts(v['paired']['ci95'][1])}]"
@@ -219,14 +220,18 @@ def _mi(m: dict, scale: float = 100.0, digits: int = 1) -> str:
     return body + (f" [{scale * m['lo']:.{digits}f}, {scale * m['hi']:.{digits}f}]" if m["lo"] is not None else "")
 
 
-def _time_cell(t: dict, baseline: str, arm: str) -> tuple[str, str]:
+def _t(x: float, unit: str) -> str:
+    return f"{x:.0f} s" if unit == "s" else f"{x:.2f} {unit}"
+
+
+def _time_cell(t: dict, baseline: str, arm: str, unit: str) -> tuple[str, str]:
     """(time to target, speed-up) cells of one arm."""
     r = t["arms"].get(arm)
     if not r or not r["of"]:
         return "-", "-"
     sec, stp = r["restricted_s"], r["restricted_step"]
     ge = "≥" if r["reached"] < r["of"] else ""
-    time = f"{r['reached']}/{r['of']}; {ge}{sec['mean']:.0f} s, {ge}{stp['mean']:.1f} steps"
+    time = f"{r['reached']}/{r['of']}; {ge}{_t(sec['mean'], unit)}, {ge}{stp['mean']:.1f} steps"
     sp = r["speedup"]
     if arm == baseline or sp["ratio"] is None:
         return time, "-"
@@ -234,11 +239,11 @@ def _time_cell(t: dict, baseline: str, arm: str) -> tuple[str, str]:
     return time, f"{'≤' if r['censored'] else ''}{sp['ratio']:.2f}x{ci} ({sp['k']}/{r['of']} seeds, {r['censored']} censored)"
 
 
-def _time_lines(s: dict) -> list[str]:
+def _time_lines(s: dict, unit: str) -> list[str]:
     t, base = s["time"], s["baseline"]
     k = f"the mean of its last {t['plateau_k']} evaluations" if t["plateau_k"] else "declared before the study"
     lines = [f"Time to target: the target of a seed is `{base}`'s plateau ({k}); an arm reaches it at its first "
-             "evaluation within one evaluation's standard error below it. Per seed, training seconds (step); "
+             "evaluation within one evaluation's standard error below it. Per seed, training time (step); "
              "never = not within the run (kept: `≥` means count it at the run's end, a speed-up `≤` enters "
              "censored seeds at their bound):", "",
              "| seed | target % (tolerance) | " + " | ".join(s["arms"]) + " |", "|---|---:|" + "---:|" * len(s["arms"])]
@@ -249,22 +254,23 @@ def _time_lines(s: dict) -> list[str]:
             continue
         cells = [t["arms"].get(a, {}).get("per_seed", {}).get(seed) for a in s["arms"]]
         lines.append(f"| {seed} | {100 * tt[0]:.1f} (±{100 * tt[1]:.1f}) | " + " | ".join(
-            "-" if c is None else (f"{c['seconds']:.0f} s ({c['step']})" if c["seconds"] is not None
-                                   else f"never ({c['end_s']:.0f} s, {c['end_step']})") for c in cells) + " |")
+            "-" if c is None else (f"{_t(c['seconds'], unit)} ({c['step']})" if c["seconds"] is not None
+                                   else f"never ({_t(c['end_s'], unit)}, {c['end_step']})") for c in cells) + " |")
     return lines + [""]
 
 
-def summary_lines(s: dict, configs: dict[str, dict] | None = None) -> list[str]:
-    """summary.md: the headline differences (seed-level first), a table per arm, time to target per seed."""
+def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "s") -> list[str]:
+    """summary.md: the headline differences (seed-level first), a table per arm, time to target per
+    seed (times in `unit`: "s" for training seconds, e.g. "h" for hours)."""
     configs, base, focus = configs or {}, s["baseline"], s["focus"]
     seeds = s["seeds"]
     lines = [f"# minipods comparison: {len(seeds)} seed{'s' * (len(seeds) > 1)} ({', '.join(map(str, seeds))})", "",
              "The training run is the unit: each difference is the mean over seeds of the per-seed difference with "
              "a Student-t 95% interval and the exact sign-flip p; a pooled interval is about these seeds' "
-             "questions only. Accuracies in %, differences in points, times in training seconds." if len(seeds) > 1
+             "questions only. Accuracies in %, differences in points." if len(seeds) > 1
              else "One training run: every interval here is Newcombe's paired interval on this seed's questions, a "
                   "statement about these questions, not about the arms (run several seeds for that). Accuracies in "
-                  "%, differences in points, times in training seconds.", ""]
+                  "%, differences in points.", ""]
     for a, d in s["versus"].items():
         lines.append(f"- `{focus}` minus `{a}`, final evaluations: {format_difference(d)}")
     for a, d in s["equal_time"].items():
@@ -275,14 +281,14 @@ def summary_lines(s: dict, configs: dict[str, dict] | None = None) -> list[str]:
         c, cfg = s["costs"].get(a, {}), configs.get(a, {})
         cells = [a, str(cfg.get("n", "-")), str(cfg.get("m", "-")), _mi(s["final"][a]), _cell(s["learning"][a]),
                  _cell(s["versus"].get(a))]
-        cells += list(_time_cell(s["time"], base, a)) if s["time"] else []
+        cells += list(_time_cell(s["time"], base, a, unit)) if s["time"] else []
         step = (f"{c['mean_step_s']:.2f} ({c['mean_rollout_s']:.2f} + {c['mean_update_s']:.2f})"
                 if c.get("mean_step_s") is not None and c.get("mean_rollout_s") is not None else "-")
         cells += [step, "-" if c.get("zero_std_frac") is None else f"{c['zero_std_frac']:.2f}",
                   "-" if c.get("peak_mem_mb") is None else f"{c['peak_mem_mb']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
-    return lines + (_time_lines(s) if s["time"] else [])
+    return lines + (_time_lines(s, unit) if s["time"] else [])
 
 
 def _csv_row(s: dict, a: str, configs: dict) -> dict:
@@ -305,7 +311,8 @@ def _csv_row(s: dict, a: str, configs: dict) -> dict:
     return {**row, **s["costs"].get(a, {}), "arm": a}
 
 
-def write_summary(s: dict, out_dir: str | Path, configs: dict[str, dict] | None = None) -> tuple[Path, Path]:
+def write_summary(s: dict, out_dir: str | Path, configs: dict[str, dict] | None = None,
+                  unit: str = "s") -> tuple[Path, Path]:
     """summary.md (`summary_lines`) and summary.csv (one row per arm, every number; empty = none)."""
     out_dir, configs = Path(out_dir), configs or {}
     rows = [_csv_row(s, a, configs) for a in s["arms"]]
@@ -315,5 +322,5 @@ def write_summary(s: dict, out_dir: str | Path, configs: dict[str, dict] | None 
         w = csv.DictWriter(fh, fieldnames=cols)
         w.writeheader()
         w.writerows({k: ("" if r.get(k) is None else r[k]) for k in cols} for r in rows)
-    md_path.write_text("\n".join(summary_lines(s, configs)))
+    md_path.write_text("\n".join(summary_lines(s, configs, unit)))
     return md_path, csv_path
