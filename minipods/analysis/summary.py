@@ -181,6 +181,21 @@ def fmt_p(p: float | None) -> str:
     return "-" if p is None else ("<0.0001" if p < 1e-4 else f"{p:.2g}")
 
 
+def _ci(lo: float, hi: float) -> str:
+    return f"[{_pts(lo)}, {_pts(hi)}]"
+
+
+def _cell(d: dict | None, unit: str = "") -> str:
+    """A difference in points: the seed-level mean [CI] (one seed: its diff [paired CI])."""
+    if not d or not d["per_seed"]:
+        return "-"
+    m = d["seeds"]
+    if m["k"] > 1:
+        return f"{_pts(m['mean'])}{unit} {_ci(m['lo'], m['hi'])}"
+    v = next(iter(d["per_seed"].values()))
+    return _pts(v["diff"]) + unit + (f" {_ci(*v['paired']['ci95'])}" if v["paired"] else "")
+
+
 def format_difference(d: dict, per_seed: bool = True) -> str:
     """The one paired line: the across-seed mean [t 95% CI] (seeds, sign-flip p) first; then per seed
     (with its within-seed paired interval where the questions were kept); then the pooled interval,
@@ -189,28 +204,18 @@ def format_difference(d: dict, per_seed: bool = True) -> str:
     if not ps:
         return "-"
     if m["k"] == 1:
-        v = next(iter(ps.values()))
-        q = v["paired"]
-        return f"{_pts(v['diff'])} points" + (f" [{_pts(q['ci95'][0])}, {_pts(q['ci95'][1])}] on this seed's {q['n']} "
-                                              f"questions (McNemar p {fmt_p(q['p'])}; one run: no seed-level interval)"
-                                              if q else " (one run: no interval)")
-    line = (f"{_pts(m['mean'])} points [{_pts(m['lo'])}, {_pts(m['hi'])}] over {m['k']} seeds (t 95% CI"
-            + (f"; sign-flip p {fmt_p(m['p'])})" if m["p"] is not None else ")"))
+        q = next(iter(ps.values()))["paired"]
+        return _cell(d, " points") + (f" on this seed's {q['n']} questions (McNemar p {fmt_p(q['p'])}; one run: "
+                                       "no seed-level interval)" if q else " (one run: no interval)")
+    line = _cell(d, " points") + f" over {m['k']} seeds (t 95% CI" + \
+        (f"; sign-flip p {fmt_p(m['p'])})" if m["p"] is not None else ")")
     if per_seed:
-        line += "; per seed " + ", ".join(
-            f"{_pts(v['diff'])}" + (f" [{_pts(v['paired']['ci95'][0])}, {_pts(v['paired']['ci95'][1])}]"
-                                    if v["paired"] else "") for v in ps.values())
-    if d["pooled"] and m["k"] > 1:
+        line += "; per seed " + ", ".join(_pts(v["diff"]) + (f" {_ci(*v['paired']['ci95'])}" if v["paired"] else "")
+                                          for v in ps.values())
+    if d["pooled"]:
         q = d["pooled"]
-        line += f"; these seeds' {q['n']} questions pooled {_pts(q['diff'])} [{_pts(q['ci95'][0])}, {_pts(q['ci95'][1])}]"
+        line += f"; these seeds' {q['n']} questions pooled {_pts(q['diff'])} {_ci(*q['ci95'])}"
     return line
-
-
-def _cell(d: dict | None) -> str:
-    """A table cell of a difference: seed-level mean [CI] (one seed: its paired interval)."""
-    if not d or not d["per_seed"]:
-        return "-"
-    return format_difference(d, per_seed=False).split(" (")[0].split(" over ")[0].split(" on ")[0].replace(" points", "")
 
 
 def _mi(m: dict, scale: float = 100.0, digits: int = 1) -> str:
@@ -275,7 +280,9 @@ def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "
         lines.append(f"- `{focus}` minus `{a}`, final evaluations: {format_difference(d)}")
     for a, d in s["equal_time"].items():
         lines.append(f"- `{a}` at `{base}`'s training time minus `{base}`'s final: {format_difference(d)}")
-    head = f"| arm | n | m | final acc | learning (first → final) | {focus or '-'} minus arm | " +         (f"reached target; time (restricted mean) | speed-up vs {base} | " if s["time"] else "") +         "s/step (rollout + update) | zero-std groups | peak mem MB |"
+    head = (f"| arm | n | m | final acc | learning (first → final) | {focus or '-'} minus arm | "
+            + (f"reached target; time (restricted mean) | speed-up vs {base} | " if s["time"] else "")
+            + "s/step (rollout + update) | zero-std groups | peak mem MB |")
     lines += ["", head, "|---|" + "---:|" * (head.count("|") - 2)]
     for a in s["arms"]:
         c, cfg = s["costs"].get(a, {}), configs.get(a, {})
