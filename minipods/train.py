@@ -20,7 +20,7 @@ eval/step_NNNNN.jsonl (one row per held-out question of each evaluation: index, 
 learning_curve.png (reward, accuracy, completion length per step), config.json (every setting and the data source used), checkpoint/ (LoRA adapter, optimizer, RNG
 states, step; written atomically every `save_every` steps and on Ctrl-C), adapter/ (final). The
 last line printed compares the first and the last evaluation on the same questions, with a paired
-95% interval (minipods.analysis.stats.paired_difference).
+95% interval (minipods.evaluate.paired_difference).
 """
 
 from __future__ import annotations
@@ -38,12 +38,11 @@ import torch
 
 from minipods import checkpoint as ckpt_io
 from minipods import rollouts
-from minipods.analysis.results import format_change, learning_change
 from minipods.checkpoint import eval_path, eval_steps
 from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
 from minipods.data import build_prompt, check_level, load_task
 from minipods.downsample import RULES, select_groups
-from minipods.evaluate import evaluate_to_file
+from minipods.evaluate import evaluate_to_file, format_change, learning_change
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.fast.update import fast_grpo_update
 from minipods.grpo import group_advantages, grpo_update
@@ -403,7 +402,7 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
 def report_learning(out: Path) -> None:
     """The run's last words: first vs. last evaluation on the same questions (one line, paired
     interval) and learning_curve.png (reward, accuracy, completion length per step)."""
-    from minipods.analysis.plots import plot_learning_curve
+    from minipods.learning_curve import plot_learning_curve  # here: matplotlib loads only at the end
     plot_learning_curve(out, out / "learning_curve.png")
     change = learning_change(out)
     if change is not None:
