@@ -69,18 +69,18 @@ def test_study_is_run_setting_points_from_base_to_six_hours(rows):
     s = P.paper_study("gsm8k", ["GSM8K-512-16-16", "GSM8K-512-64-2"], rows=rows)
     assert sorted(s) == list(range(1, 11)) and all(list(a) == ["GSM8K-512-16-16", "GSM8K-512-64-2"] for a in s.values())
     pts = s[1]["GSM8K-512-16-16"]
-    assert [p["seconds"] for p in pts] == [1800.0 * k for k in range(13)]
-    assert pts[0] == {"seconds": 0.0, "step": 0, "accuracy": pytest.approx(0.599545), "n_questions": 1319}
-    assert pts[1]["step"] > 0 and all(a["step"] < b["step"] for a, b in zip(pts, pts[1:]))
+    assert [p.seconds for p in pts] == [1800.0 * k for k in range(13)]
+    assert pts[0] == (0.0, 0, pytest.approx(0.599545), 1319 * 5, None)  # seconds, step, accuracy, answers, per question
+    assert pts[1].step > 0 and all(a.step < b.step for a, b in zip(pts, pts[1:]))
     first = [r for r in rows if (r["config"], r["run"], r["checkpoint"], r["benchmark"]) == ("GSM8K-512-16-16", 1, 1, "gsm8k")]
-    assert (pts[1]["step"], pts[1]["accuracy"]) == (first[0]["step"], first[0]["answer_acc"])
-    assert all(len(a["GSM8K-512-64-2"]) == 13 for a in s.values())  # the 7-hour run cut at 6 h
+    assert (pts[1].step, pts[1].accuracy) == (first[0]["step"], first[0]["answer_acc"])
+    assert all(len(a["GSM8K-512-64-2"]) == 13 for a in s.values())  # the two 7-hour runs cut at 6 h
     assert sum(len(a["GSM8K-512-64-2"]) for a in P.paper_study("gsm8k", ["GSM8K-512-64-2"], max_hours=9, rows=rows).values()) == 134
     llama = P.paper_study("gsm8k", ["Llama-512-64-16-0.04"], base=False, rows=rows)
     assert [len(llama[r]["Llama-512-64-16-0.04"]) for r in range(1, 11)] == [12, 12, 12, 11] + [12] * 6
     m5 = P.paper_study("math500", rows=rows)
     assert len(m5[3]) == 12 and not any(k.startswith("Llama") for k in m5[3])  # Llama: gsm8k only
-    assert m5[3]["MATH-NF-512-8-8"][0]["n_questions"] == 500
+    assert m5[3]["MATH-NF-512-8-8"][0].n == 500 * 5
 
 
 def test_seconds_per_step_give_the_papers_l40s_step_times(rows):
@@ -99,3 +99,18 @@ def test_fit_step_cost_recovers_a_known_plane():
     assert f["runs"] == 10 and 0.9 < f["r2"] < 1.0
     assert f["fitted"]["GSM8K-512-64-16"] == pytest.approx(4.0 + 3.2 + 1.6)
     assert not math.isnan(f["r2"])
+
+
+def test_by_hours_mean_curve_and_only(rows):
+    s = P.paper_study("gsm8k", ["GSM8K-512-16-16", "GSM8K-512-64-16"], rows=rows)
+    cut = P.by_hours(s, 2.0)
+    assert [p.seconds for p in cut[3]["GSM8K-512-64-16"]] == [0.0, 1800.0, 3600.0, 5400.0, 7200.0]
+    assert cut[3]["GSM8K-512-64-16"][-1] == s[3]["GSM8K-512-64-16"][4]  # its final evaluation = its accuracy at 2 h
+    curve = P.mean_curve(s, "GSM8K-512-16-16")
+    assert len(curve) == 13 and curve[0].accuracy == pytest.approx(0.599545) and curve[0].n is None
+    assert curve[8].accuracy == pytest.approx(sum(s[r]["GSM8K-512-16-16"][8].accuracy for r in s) / 10)
+    assert curve[8].step == round(sum(s[r]["GSM8K-512-16-16"][8].step for r in s) / 10)
+    assert max(range(13), key=lambda i: curve[i].accuracy) == 8  # GRPO's mean curve peaks at 4 h
+    llama = P.mean_curve(P.paper_study("gsm8k", ["Llama-512-64-16-0.04"], rows=rows), "Llama-512-64-16-0.04")
+    assert len(llama) == 12  # cut to the checkpoints every run has (run 4 stops at 5.5 h)
+    assert list(P.only(s, ["GSM8K-512-64-16"])[1]) == ["GSM8K-512-64-16"]

@@ -7,7 +7,7 @@ A run of the paper is one seed of an arm (arm = setting name, seed = run 1-10, s
 step from the checkpoint), so the seed-level statistics of minipods serve it as they serve a `compare`
 study; nothing here computes an interval. Each run's points start with the base model's evaluation at
 0 s, step 0, as a minipods run starts with its step-0 evaluation. Runs are cut at the paper's 6 hours
-(one released run goes to 7). Provenance and licence: data/README.md. No torch.
+(two released runs go to 7). Provenance and licence: data/README.md. No torch.
 """
 
 from __future__ import annotations
@@ -18,8 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
+from minipods.analysis.summary import Point
+
+Study = dict[int, dict[str, list[Point]]]  # run -> setting -> evaluations, as minipods.analysis.summary reads
+
 CSV = Path(__file__).parent / "data" / "pods_paper_runs.csv"
 N_QUESTIONS = {"gsm8k": 1319, "math500": 500, "amc23": 40}  # the test sets' sizes (data/README.md)
+REPEATS = 5  # sampled answers per question in each evaluation: a Point's n counts graded answers
 HOURS = 6.0  # each run's wall-clock budget in the paper
 _CONFIG = re.compile(r"^(?P<task>GSM8K|MATH-NF|Llama)(?:-(?P<rule>Rand|MaxR))?-512-(?P<n>\d+)-(?P<m>\d+)(?:-[\d.]+)?$")
 RULES = {None: "max_variance", "Rand": "random", "MaxR": "max_reward"}
@@ -57,40 +62,36 @@ def base_accuracy(benchmark: str = "gsm8k", model: str = "qwen", rows: list[dict
     return got[0]
 
 
-def point(seconds: float, step: int, accuracy: float, n_questions: int) -> dict:
-    """One evaluation of a run: training seconds, steps done, accuracy, test questions."""
-    return {"seconds": seconds, "step": step, "accuracy": accuracy, "n_questions": n_questions}
-
-
 def paper_study(benchmark: str = "gsm8k", settings: list[str] | None = None, base: bool = True,
-                max_hours: float = HOURS, rows: list[dict] | None = None) -> dict[int, dict[str, list[dict]]]:
-    """run -> setting -> its evaluations on `benchmark` in time order (`point`s), cut at max_hours;
+                max_hours: float = HOURS, rows: list[dict] | None = None) -> Study:
+    """run -> setting -> its evaluations on `benchmark` in time order (`Point`s), cut at max_hours;
     with `base`, the untrained model's evaluation first (0 s, step 0). settings: all trained ones
-    that have `benchmark` when None, in the CSV's order otherwise as given."""
+    that have `benchmark` when None, in the CSV's order otherwise as given. A Point's n is the graded
+    answers (questions x REPEATS): the evaluation is the mean of five samples per question, so its
+    noise is at most sqrt(t (1 - t) / n) with that n (notebook 06 checks it against the repeats)."""
     rows = rows or read_rows()
     rows = [r for r in rows if r["benchmark"] == benchmark]
     names = settings or list(dict.fromkeys(r["config"] for r in rows if not r["config"].startswith("base-")))
-    out: dict[int, dict[str, list[dict]]] = {}
+    out: Study = {}
     for name in names:
         s = setting(name)
-        start = [point(0.0, 0, base_accuracy(benchmark, s["model"], rows), N_QUESTIONS[benchmark])] if base else []
+        start = [Point(0.0, 0, base_accuracy(benchmark, s["model"], rows), N_QUESTIONS[benchmark] * REPEATS)] if base else []
         mine = sorted((r for r in rows if r["config"] == name and r["hours"] <= max_hours + 1e-9),
                       key=lambda r: (r["run"], r["hours"]))
         if not mine:
             raise ValueError(f"no rows of {name!r} on {benchmark!r}")
         for r in mine:
             out.setdefault(r["run"], {}).setdefault(name, list(start)).append(
-                point(r["hours"] * 3600, r["step"], r["answer_acc"], N_QUESTIONS[benchmark]))
+                Point(r["hours"] * 3600, r["step"], r["answer_acc"], N_QUESTIONS[benchmark] * REPEATS))
     return out
 
 
-def seconds_per_step(study: dict[int, dict[str, list[dict]]]) -> dict[str, list[float]]:
+def seconds_per_step(study: Study) -> dict[str, list[float]]:
     """setting -> each run's training seconds / steps at its last evaluation (the whole run's mean step)."""
     out: dict[str, list[float]] = {}
     for arms in study.values():
         for name, pts in arms.items():
-            last = max(pts, key=lambda p: p["seconds"])
-            out.setdefault(name, []).append(last["seconds"] / last["step"])
+            out.setdefault(name, []).append(pts[-1].seconds / pts[-1].step)
     return out
 
 
@@ -106,3 +107,24 @@ def fit_step_cost(per_run: dict[str, list[float]]) -> dict:
     c, b_n, b_m = (float(v) for v in coef)
     return {"c": c, "b_n": b_n, "b_m": b_m, "r2": r2, "runs": len(y),
             "fitted": {k: c + b_n * nm[k]["n"] + b_m * nm[k]["m"] for k in per_run}}
+
+
+def by_hours(study: Study, hours: float) -> Study:
+    """The study as it stood after `hours` of training: each run's evaluations up to then (so an
+    arm's final evaluation is its accuracy at that budget)."""
+    return {r: {a: [p for p in pts if p.seconds <= hours * 3600 + 1e-6] for a, pts in arms.items()}
+            for r, arms in study.items()}
+
+
+def mean_curve(study: Study, arm: str) -> list[Point]:
+    """The paper's way of reading runs: the arm's mean over runs at each evaluation that every run
+    has (mean seconds, steps and accuracy); n None, as a mean of runs is no one evaluation."""
+    runs = [arms[arm] for arms in study.values() if arm in arms]
+    k = len(runs)
+    return [Point(sum(r[i].seconds for r in runs) / k, round(sum(r[i].step for r in runs) / k),
+                  sum(r[i].accuracy for r in runs) / k, None) for i in range(min(map(len, runs)))]
+
+
+def only(study: Study, arms: list[str]) -> Study:
+    """The study restricted to some settings, in that order."""
+    return {r: {a: by[a] for a in arms if a in by} for r, by in study.items()}
