@@ -374,14 +374,14 @@ for label, r in pairs.items():
 clear6 = [label for label, r in pairs.items() if r["diff"][6.0]["lo"] > 0]
 faster = [label for label, r in pairs.items() if r["robust"] and r["robust"]["lo"] and r["robust"]["lo"] > 1]
 slower = [label for label, r in pairs.items() if r["robust"] and r["robust"]["hi"] and r["robust"]["hi"] < 1]
-print(f"PODS ahead after 6 h beyond the run-to-run noise: {', '.join(clear6) or 'none'}")
-print(f"PODS sooner to GRPO's plateau beyond the noise (per run, robust): {', '.join(faster) or 'none'}; "
-      f"later: {', '.join(slower) or 'none'}")
+print(f"PODS ahead after 6 h beyond the run-to-run noise: {'; '.join(clear6) or 'none'}")
+print(f"PODS sooner to GRPO's plateau beyond the noise (per run, robust): {'; '.join(faster) or 'none'}; "
+      f"later: {'; '.join(slower) or 'none'}")
 llama = {a: P.mean_curve(P.only(study, [a]), a) for a in PAIRS["Llama, on GSM8K"][1:]}
 for a, curve in llama.items():
     top = max(curve, key=lambda p: p.accuracy)
     print(f"{a}: its mean curve peaks at {top.seconds / 3600:g} h ({100 * top.accuracy:.1f}%) and is at "
-          f"{100 * curve[-1].accuracy:.1f}% at {curve[-1].seconds / 3600:g} h (every run's last checkpoint)")
+          f"{100 * curve[-1].accuracy:.1f}% at {curve[-1].seconds / 3600:g} h (the last checkpoint every run has)")
     assert curve[-1].accuracy < top.accuracy - 0.05  # both Llama settings fall back after their peak
 assert "GSM8K-trained, on MATH500" in clear6 and "Llama, on GSM8K" in slower
 
