@@ -53,7 +53,7 @@ def test_difference_leads_with_the_seeds_and_pools_only_as_these_seeds_questions
 
 def test_one_seed_is_the_one_seed_case_and_no_questions_no_pooled_interval():
     one = difference({0: STUDY[0]}, "a", "b")
-    assert one["seeds"]["lo"] is None and one["pooled"] is None
+    assert one["seeds"]["lo"] is None and one["pooled"] == one["per_seed"][0]["paired"]
     lo, hi = one["per_seed"][0]["paired"]["ci95"]
     assert format_difference(one) == (f"+50.0 points [{100 * lo:+.1f}, {100 * hi:+.1f}]".replace("-", "−") +
                                       " on this seed's 4 questions (McNemar p 0.5; one run: no seed-level interval)")

@@ -144,8 +144,7 @@ def test_sign_flip_p_enumerates_every_sign_pattern():
     assert sign_flip_p([0.01, 0.02, 0.03]) == 2 / 8
     # 5 seeds all one way: the smallest p five runs can give
     assert sign_flip_p([0.1, 0.2, 0.1, 0.3, 0.05]) == 2 / 32
-    # +3 and -1, -1: |sum| >= 1 for 3+1+1 patterns... counted by hand: sums of (+-3, +-1, +-1) are
-    # 5, 3, 3, 1, -1, -3, -3, -5: all 8 have |sum| >= 1
+    # 3, -1, -1 (observed |sum| 1): the 8 signed sums are 5, 3, 3, 1, -1, -3, -3, -5, all at least 1 in size
     assert sign_flip_p([3.0, -1.0, -1.0]) == 1.0
     assert sign_flip_p([]) is None and sign_flip_p([1.0] * 13) is None  # beyond exact enumeration
 

@@ -78,3 +78,5 @@ def test_summary_lines_show_time_steps_and_the_censored_bound():
     assert "| 0 | 45.5 (±5.0) | 30 s (3) | 10 s (1) | never (40 s, 4) |" in text
     assert "1/2; ≥40 s, ≥4.0 steps | ≤0.61x" in text  # rand: censored seed at its bound
     assert "2/2; 15 s, 1.5 steps | 1.73x [" in text
+    hours = "\n".join(summary_lines(summarize_study(STUDY, "grpo", "pods"), unit="h"))  # e.g. published runs
+    assert "| 0 | 45.5 (±5.0) | 30.00 h (3) | 10.00 h (1) | never (40.00 h, 4) |" in hours

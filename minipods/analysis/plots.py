@@ -175,40 +175,50 @@ def plot_sweep(points: list[tuple[int, float]], path: str | Path, at_s: float | 
     return fig
 
 
+def mean_costs(rows: dict[int, dict[str, list[dict]]]) -> dict[str, dict]:
+    """Arm -> each of COST_KEYS averaged over its seeds (results.summarize per seed; None if any lacks it)."""
+    per_arm: dict[str, list[dict]] = {}
+    for runs in rows.values():
+        for r in summarize(runs):
+            per_arm.setdefault(r["arm"], []).append(r)
+    return {a: {k: sum(r[k] for r in rs) / len(rs) if all(r[k] is not None for r in rs) else None for k in COST_KEYS}
+            for a, rs in per_arm.items()}
+
+
+def _sweep_figure(study_arms: dict, configs: dict, meta: dict, out_dir: Path) -> tuple[str, Path]:
+    sweep = meta["sweep"]
+    param = sweep.get("param", "n")
+    other = "m" if param == "n" else "n"
+    arms = {a: p for a, p in study_arms.items() if a in sweep.get("arms", [])}
+    pts, at_s = sweep_points(arms, configs, param, math.inf if meta.get("budget_s") else None)
+    fixed = {configs[a].get(other) for a in arms}
+    name = SWEEP_FIGURE if param == "n" else f"sweep_accuracy_vs_{param}.png"
+    plot_sweep(pts, out_dir / name, at_s, param, f"{other}={fixed.pop()}" if len(fixed) == 1 else "")
+    return name, out_dir / name
+
+
 def make(seed_dirs: dict, out_dir: str | Path, meta: dict | None = None, baseline: str | None = None) -> dict:
     """Every figure and the summary of seed -> arm -> run folder, into out_dir (one seed: also the
-    reward, time-breakdown and sweep figures)."""
+    reward, time-breakdown and sweep figures and the target line). Returns name -> path."""
     meta, out_dir = meta or {}, Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = {s: {a: read_rows(d) for a, d in dirs.items()} for s, dirs in seed_dirs.items()}
     configs = {a: read_config(d) for dirs in seed_dirs.values() for a, d in dirs.items()}
-    base = pick_baseline(configs, baseline or meta.get("baseline") or BASELINE)
     study = read_study(seed_dirs)
-    costs = {}
-    for by in ([{r["arm"]: r for r in summarize(runs)} for runs in rows.values()]):
-        for a, r in by.items():
-            costs.setdefault(a, []).append(r)
-    costs = {a: {k: (sum(r[k] for r in rs) / len(rs) if all(r[k] is not None for r in rs) else None) for k in COST_KEYS}
-             for a, rs in costs.items()}
-    s = summarize_study(study, base, costs=costs)
+    s = summarize_study(study, pick_baseline(configs, baseline or meta.get("baseline") or BASELINE),
+                        costs=mean_costs(rows))
     one = len(seed_dirs) == 1
-    targets = [t for t in (s["time"] or {"targets": {}})["targets"].values() if t]
+    target = next((t[0] for t in (s["time"] or {"targets": {}})["targets"].values() if t and one), None)
     paths = {"accuracy_vs_time.png": out_dir / "accuracy_vs_time.png"}
-    plot_accuracy_vs_time(study, paths["accuracy_vs_time.png"], configs, targets[0][0] if one and targets else None)
+    plot_accuracy_vs_time(study, paths["accuracy_vs_time.png"], configs, target)
     if one:
         runs = next(iter(rows.values()))
         for name, draw in (("reward_vs_step.png", plot_reward_vs_step), ("time_breakdown.png", plot_time_breakdown)):
             paths[name] = out_dir / name
             draw(runs, paths[name], configs)
-        sweep = meta.get("sweep")
-        if sweep:
-            param, other = sweep.get("param", "n"), "m" if sweep.get("param", "n") == "n" else "n"
-            arms = {a: p for a, p in next(iter(study.values())).items() if a in sweep.get("arms", [])}
-            pts, at_s = sweep_points(arms, configs, param, math.inf if meta.get("budget_s") else None)
-            fixed = {configs[a].get(other) for a in arms}
-            fig_name = SWEEP_FIGURE if param == "n" else f"sweep_accuracy_vs_{param}.png"
-            paths[fig_name] = out_dir / fig_name
-            plot_sweep(pts, paths[fig_name], at_s, param, f"{other}={fixed.pop()}" if len(fixed) == 1 else "")
+        if meta.get("sweep"):
+            fig_name, fig_path = _sweep_figure(next(iter(study.values())), configs, meta, out_dir)
+            paths[fig_name] = fig_path
     paths["summary.md"], paths["summary.csv"] = write_summary(s, out_dir, configs)
     return paths
 

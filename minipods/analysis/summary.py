@@ -6,7 +6,8 @@ the unit. One seed is the one-seed case of many.
     s = summarize_study(study, baseline="grpo", focus="pods")
     print("\\n".join(summary_lines(s)))
 
-A study is `dict[seed, dict[arm, list[Point]]]`, a Point one evaluation: training seconds, step,
+A study is `dict[seed, dict[arm, list[Point]]]` (each list non-empty, in time order), a Point one
+evaluation: training time (seconds, or any unit shared by all arms: `unit=` in the files), step,
 accuracy, questions and, optionally, the 0/1 per question index (then each seed also gets its
 within-seed paired interval, and the pooled one exists, labelled as about these seeds' questions).
 Run folders are one reader into it (minipods.analysis.results.read_study); any source of per-run
@@ -73,7 +74,8 @@ def difference(study: dict, a: str, b: str, pick=FINAL) -> dict:
     """b minus a: per_seed (seed -> diff, and `paired`, the within-seed paired_difference where both
     evaluations kept their questions), seeds (mean_interval of the per-seed diffs with `p`, the
     exact sign-flip p-value) and pooled (paired_difference over every (seed, question) pair, only
-    when every seed kept its questions: about these seeds' questions, not about the arms)."""
+    when every seed kept its questions: about these seeds' questions, not about the arms; with one
+    seed it is that seed's paired interval)."""
     per_seed, xa, xb, whole = {}, [], [], True
     for s, arms in study.items():
         if a not in arms or b not in arms:
@@ -90,7 +92,7 @@ def difference(study: dict, a: str, b: str, pick=FINAL) -> dict:
         per_seed[s] = {"diff": pb.accuracy - pa.accuracy, "paired": paired}
     diffs = [v["diff"] for v in per_seed.values()]
     return {"a": a, "b": b, "per_seed": per_seed, "seeds": {**mean_interval(diffs, (-1.0, 1.0)), "p": sign_flip_p(diffs)},
-            "pooled": paired_difference(xa, xb) if whole and len(per_seed) > 1 else None}
+            "pooled": paired_difference(xa, xb) if whole and per_seed else None}
 
 
 def standard_error(t: float, n: int | None) -> float:
@@ -124,7 +126,8 @@ def time_to_target(study: dict, baseline: str = BASELINE, k: int = PLATEAU_K, ta
     """targets (seed -> (target, tolerance), None: no target), and per arm: per_seed (seed ->
     seconds, step (None: never), end_s, end_step), reached, of, censored, the restricted means of
     seconds and steps (never = the run's end) and speedup (`ratio_interval` of the baseline's
-    seconds over the arm's per seed, censored seeds at their bound; `censored` counts them)."""
+    seconds over the arm's per seed, censored seeds at their bound; `censored` counts them; an arm
+    that meets the target at 0 s has no finite ratio and is left out, so speedup's k < of)."""
     targets, per = {}, {}
     for s, arms in study.items():
         if baseline not in arms and target is None:
@@ -191,13 +194,13 @@ def format_difference(d: dict, per_seed: bool = True) -> str:
         return f"{_pts(v['diff'])} points" + (f" [{_pts(q['ci95'][0])}, {_pts(q['ci95'][1])}] on this seed's {q['n']} "
                                               f"questions (McNemar p {fmt_p(q['p'])}; one run: no seed-level interval)"
                                               if q else " (one run: no interval)")
-    line = (f"{_pts(m['mean'])} points [{_pts(m['lo'])}, {_pts(m['hi'])}] over {m['k']} seeds (t 95% CI; "
-            f"sign-flip p {fmt_p(m['p'])})")
+    line = (f"{_pts(m['mean'])} points [{_pts(m['lo'])}, {_pts(m['hi'])}] over {m['k']} seeds (t 95% CI"
+            + (f"; sign-flip p {fmt_p(m['p'])})" if m["p"] is not None else ")"))
     if per_seed:
         line += "; per seed " + ", ".join(
             f"{_pts(v['diff'])}" + (f" [{_pts(v['paired']['ci95'][0])}, {_pts(v['paired']['ci95'][1])}]"
                                     if v["paired"] else "") for v in ps.values())
-    if d["pooled"]:
+    if d["pooled"] and m["k"] > 1:
         q = d["pooled"]
         line += f"; these seeds' {q['n']} questions pooled {_pts(q['diff'])} [{_pts(q['ci95'][0])}, {_pts(q['ci95'][1])}]"
     return line
@@ -205,7 +208,9 @@ def format_difference(d: dict, per_seed: bool = True) -> str:
 
 def _cell(d: dict | None) -> str:
     """A table cell of a difference: seed-level mean [CI] (one seed: its paired interval)."""
-    return "-" if not d or not d["per_seed"] else format_difference(d, per_seed=False).split(" (")[0].split(" over ")[0].replace(" points", "")
+    if not d or not d["per_seed"]:
+        return "-"
+    return format_difference(d, per_seed=False).split(" (")[0].split(" over ")[0].split(" on ")[0].replace(" points", "")
 
 
 def _mi(m: dict, scale: float = 100.0, digits: int = 1) -> str:
@@ -215,26 +220,30 @@ def _mi(m: dict, scale: float = 100.0, digits: int = 1) -> str:
     return body + (f" [{scale * m['lo']:.{digits}f}, {scale * m['hi']:.{digits}f}]" if m["lo"] is not None else "")
 
 
-def _time_cell(t: dict, baseline: str, arm: str) -> tuple[str, str]:
+def _t(x: float, unit: str) -> str:
+    return f"{x:.0f} s" if unit == "s" else f"{x:.2f} {unit}"
+
+
+def _time_cell(t: dict, baseline: str, arm: str, unit: str) -> tuple[str, str]:
     """(time to target, speed-up) cells of one arm."""
     r = t["arms"].get(arm)
     if not r or not r["of"]:
         return "-", "-"
     sec, stp = r["restricted_s"], r["restricted_step"]
     ge = "≥" if r["reached"] < r["of"] else ""
-    time = f"{r['reached']}/{r['of']}; {ge}{sec['mean']:.0f} s, {ge}{stp['mean']:.1f} steps"
+    time = f"{r['reached']}/{r['of']}; {ge}{_t(sec['mean'], unit)}, {ge}{stp['mean']:.1f} steps"
     sp = r["speedup"]
     if arm == baseline or sp["ratio"] is None:
         return time, "-"
     ci = f" [{sp['lo']:.2f}, {sp['hi']:.2f}]" if sp["lo"] is not None else ""
-    return time, f"{'≤' if r['censored'] else ''}{sp['ratio']:.2f}x{ci} ({sp['k']} seeds, {r['censored']} censored)"
+    return time, f"{'≤' if r['censored'] else ''}{sp['ratio']:.2f}x{ci} ({sp['k']}/{r['of']} seeds, {r['censored']} censored)"
 
 
-def _time_lines(s: dict) -> list[str]:
+def _time_lines(s: dict, unit: str) -> list[str]:
     t, base = s["time"], s["baseline"]
     k = f"the mean of its last {t['plateau_k']} evaluations" if t["plateau_k"] else "declared before the study"
     lines = [f"Time to target: the target of a seed is `{base}`'s plateau ({k}); an arm reaches it at its first "
-             "evaluation within one evaluation's standard error below it. Per seed, training seconds (step); "
+             "evaluation within one evaluation's standard error below it. Per seed, training time (step); "
              "never = not within the run (kept: `≥` means count it at the run's end, a speed-up `≤` enters "
              "censored seeds at their bound):", "",
              "| seed | target % (tolerance) | " + " | ".join(s["arms"]) + " |", "|---|---:|" + "---:|" * len(s["arms"])]
@@ -245,19 +254,23 @@ def _time_lines(s: dict) -> list[str]:
             continue
         cells = [t["arms"].get(a, {}).get("per_seed", {}).get(seed) for a in s["arms"]]
         lines.append(f"| {seed} | {100 * tt[0]:.1f} (±{100 * tt[1]:.1f}) | " + " | ".join(
-            "-" if c is None else (f"{c['seconds']:.0f} s ({c['step']})" if c["seconds"] is not None
-                                   else f"never ({c['end_s']:.0f} s, {c['end_step']})") for c in cells) + " |")
+            "-" if c is None else (f"{_t(c['seconds'], unit)} ({c['step']})" if c["seconds"] is not None
+                                   else f"never ({_t(c['end_s'], unit)}, {c['end_step']})") for c in cells) + " |")
     return lines + [""]
 
 
-def summary_lines(s: dict, configs: dict[str, dict] | None = None) -> list[str]:
-    """summary.md: the headline differences (seed-level first), a table per arm, time to target per seed."""
+def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "s") -> list[str]:
+    """summary.md: the headline differences (seed-level first), a table per arm, time to target per
+    seed (times in `unit`: "s" for training seconds, e.g. "h" for hours)."""
     configs, base, focus = configs or {}, s["baseline"], s["focus"]
     seeds = s["seeds"]
     lines = [f"# minipods comparison: {len(seeds)} seed{'s' * (len(seeds) > 1)} ({', '.join(map(str, seeds))})", "",
              "The training run is the unit: each difference is the mean over seeds of the per-seed difference with "
              "a Student-t 95% interval and the exact sign-flip p; a pooled interval is about these seeds' "
-             "questions only. Accuracies in %, differences in points, times in training seconds.", ""]
+             "questions only. Accuracies in %, differences in points." if len(seeds) > 1
+             else "One training run: every interval here is Newcombe's paired interval on this seed's questions, a "
+                  "statement about these questions, not about the arms (run several seeds for that). Accuracies in "
+                  "%, differences in points.", ""]
     for a, d in s["versus"].items():
         lines.append(f"- `{focus}` minus `{a}`, final evaluations: {format_difference(d)}")
     for a, d in s["equal_time"].items():
@@ -268,14 +281,14 @@ def summary_lines(s: dict, configs: dict[str, dict] | None = None) -> list[str]:
         c, cfg = s["costs"].get(a, {}), configs.get(a, {})
         cells = [a, str(cfg.get("n", "-")), str(cfg.get("m", "-")), _mi(s["final"][a]), _cell(s["learning"][a]),
                  _cell(s["versus"].get(a))]
-        cells += list(_time_cell(s["time"], base, a)) if s["time"] else []
+        cells += list(_time_cell(s["time"], base, a, unit)) if s["time"] else []
         step = (f"{c['mean_step_s']:.2f} ({c['mean_rollout_s']:.2f} + {c['mean_update_s']:.2f})"
                 if c.get("mean_step_s") is not None and c.get("mean_rollout_s") is not None else "-")
         cells += [step, "-" if c.get("zero_std_frac") is None else f"{c['zero_std_frac']:.2f}",
                   "-" if c.get("peak_mem_mb") is None else f"{c['peak_mem_mb']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
-    return lines + (_time_lines(s) if s["time"] else [])
+    return lines + (_time_lines(s, unit) if s["time"] else [])
 
 
 def _csv_row(s: dict, a: str, configs: dict) -> dict:
@@ -298,7 +311,8 @@ def _csv_row(s: dict, a: str, configs: dict) -> dict:
     return {**row, **s["costs"].get(a, {}), "arm": a}
 
 
-def write_summary(s: dict, out_dir: str | Path, configs: dict[str, dict] | None = None) -> tuple[Path, Path]:
+def write_summary(s: dict, out_dir: str | Path, configs: dict[str, dict] | None = None,
+                  unit: str = "s") -> tuple[Path, Path]:
     """summary.md (`summary_lines`) and summary.csv (one row per arm, every number; empty = none)."""
     out_dir, configs = Path(out_dir), configs or {}
     rows = [_csv_row(s, a, configs) for a in s["arms"]]
@@ -308,5 +322,5 @@ def write_summary(s: dict, out_dir: str | Path, configs: dict[str, dict] | None 
         w = csv.DictWriter(fh, fieldnames=cols)
         w.writeheader()
         w.writerows({k: ("" if r.get(k) is None else r[k]) for k in cols} for r in rows)
-    md_path.write_text("\n".join(summary_lines(s, configs)))
+    md_path.write_text("\n".join(summary_lines(s, configs, unit)))
     return md_path, csv_path
