@@ -44,6 +44,7 @@ print(f"{'SMALL' if SMALL else 'full'} mode | numpy {np.__version__} | no model:
 from minipods.analysis import paper_runs as P
 from minipods.analysis.stats import mean_interval
 from minipods.analysis.summary import difference, format_difference, summarize_study, time_to_target
+from IPython.display import Markdown, display
 
 
 def pct(m):
@@ -197,6 +198,17 @@ print(f"So: the paper's way gives {paper_t[0.99][GRPO] / paper_t[0.99][PODS]:.1f
       f"{100 * drop[GRPO]['mean']:.1f} points [{100 * drop[GRPO]['lo']:.1f}, {100 * drop[GRPO]['hi']:.1f}] for GRPO, "
       f"{100 * drop[PODS]['mean']:.1f} [{100 * drop[PODS]['lo']:.1f}, {100 * drop[PODS]['hi']:.1f}] for PODS: GRPO falls back more.")
 assert drop[GRPO]["mean"] > drop[PODS]["mean"]
+
+# %% [markdown]
+# The whole summary of these two settings, as `python -m minipods.compare` writes its `summary.md` (the
+# same `summary_lines`), with the runs' times in hours: the robust time to target per run, with steps.
+
+# %%
+from minipods.analysis.summary import summary_lines
+
+in_hours = {r: {a: [p._replace(seconds=p.seconds / 3600) for p in pts] for a, pts in by.items()} for r, by in two.items()}
+configs = {a: {"n": P.setting(a)["n"], "m": P.setting(a)["m"]} for a in (GRPO, PODS)}
+display(Markdown("\n".join(summary_lines(summarize_study(in_hours, GRPO, PODS), configs, unit="h")[2:])))
 
 # %% [markdown]
 # ## 3. The n-sweep and the m-sweep at fixed wall-clock budgets
@@ -399,7 +411,6 @@ assert "GSM8K-trained, on MATH500" in clear6 and "Llama, on GSM8K" in slower
 
 # %%
 import json, math, re
-from IPython.display import Markdown, display
 from minipods.analysis.results import read_study
 from minipods.analysis.summary import Point
 
