@@ -8,7 +8,8 @@ Paper, Algorithm 1 (PODS), one iteration per training step (`run_step`):
     4. down-sample: keep m of the n rollouts per question with a rule (`select_kept`:
        max_variance, the paper's choice; max_reward; random). `--method grpo` keeps all (n = m);
     5. policy-update phase: one GRPO update on the kept rollouts only (minipods.grpo; with --fast,
-       each distinct prompt runs once and rows with advantage 0 are left out: minipods.fast.update).
+       each distinct prompt runs once and, unless --no-skip-silent, rows with advantage 0 are left
+       out: minipods.fast.update).
 `train` repeats it, with evaluation, checkpoints and exact resume around it (minipods.checkpoint).
 The presets (minipods.presets): `--preset paper` is the authors' single-GPU run item by item
 (docs/training.md has the table); `--preset consumer` scales it to an 8-12 GB card (Qwen2.5-1.5B);

@@ -91,3 +91,19 @@ def test_compare_small_is_the_laptop_preset_and_conflicts_with_others(tmp_path, 
     assert compare.main(["--small", "--preset", "small", "--output-dir", str(tmp_path / "c")]) == 2
     assert "conflicts" in capsys.readouterr().err and not (tmp_path / "c").exists()
     assert compare.default_arms("laptop") == compare.LAPTOP_ARMS and compare.default_arms(None) == compare.DEFAULT_ARMS
+
+
+def test_power_of_the_paired_t_test_and_the_design_numbers():
+    from minipods.analysis import design as D
+    # the textbook case: a one-sample t-test with effect = SD needs 10 observations for 80% (power 0.803)
+    assert D.t_test_power(10, 1.0, 1.0) == pytest.approx(0.803, abs=0.015)
+    assert D.t_test_power(9, 1.0, 1.0) < 0.79 and D.seeds_needed(1.0, 1.0) == 10
+    assert D.t_test_power(10, 0.0, 1.0) == pytest.approx(0.05, abs=0.01)  # the null rejects 5% of the time
+    assert D.detectable(10, 1.0) == pytest.approx(1.0, abs=0.05)
+    sp = D.old_spreads()  # log(320/364), log(313/354), log(405/336) from docs/results.md
+    assert sp["log_ratios"] == [-0.129, -0.123, 0.187] and sp["sd_log"] == pytest.approx(0.181, abs=5e-4)
+    assert sp["sd_acc"] == pytest.approx(14.0, abs=0.05)
+    # rollouts a + b * sequences through (16, 6.8) and (32, 8.9); update 9.0 s over 16 live rows
+    assert D.step_estimate(4, 4) == pytest.approx(4.7 + 0.13125 * 4 + 0.5625 * 4)
+    w = D.arm_wall_estimate(900, 180, 100)
+    assert w["evals"] == 6 and w["eval_s"] == pytest.approx(6 * 100 * 283 / 640)
