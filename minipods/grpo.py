@@ -187,21 +187,18 @@ def grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, mic
                 loss_type: str = "dapo", num_rows: int | None = None) -> dict:
     """Update the policy on `batch` (the kept rollouts) with per-row `advantages` (B,).
 
-    Gradients are accumulated over micro-batches of `micro_batch_size` sequences. A non-finite
-    loss or gradient norm skips the optimizer step (counted in the returned `skipped`).
+    Gradients are accumulated over micro-batches of `micro_batch_size` sequences; a non-finite
+    loss or gradient norm skips the optimizer step (counted in `skipped`).
     logprob_fn(model, mb, temperature, chunk_tokens) -> (b, C) log-probs of a micro-batch: None is
     `rollout_logprobs` (one pass per row); minipods.fast.update.shared_logprobs gives the same
-    values with each distinct prompt run once. loss_type: "dapo" | "grpo" (`token_weights`).
-    num_tokens, num_rows: the loss averages over this many tokens or rows (None: the batch's;
-    fast.update passes the full batch's when it leaves out silent rows).
-    Returns loss, grad_norm, kl, clip_frac, skipped.
+    values with each distinct prompt run once. loss_type: "dapo" | "grpo" (`token_weights`) over
+    num_tokens / num_rows (None: the batch's; fast.update passes the full batch's when it leaves out
+    silent rows). Returns loss, grad_norm, kl, clip_frac, skipped.
     """
-    num_tokens = num_tokens or max(int(batch.completion_mask.sum()), 1)
-    num_rows = num_rows or len(batch)
+    num_tokens, num_rows = num_tokens or max(int(batch.completion_mask.sum()), 1), num_rows or len(batch)
     params = [p for p in model.parameters() if p.requires_grad]
     mbs = [batch.select(ix) for ix in _micro_batches(batch, micro_batch_size)]
     advs = [advantages[ix] for ix in _micro_batches(batch, micro_batch_size)]
-
     logprob_fn = logprob_fn or rollout_logprobs
 
     def logp_of(mb):
