@@ -1,6 +1,6 @@
 """The laptop study's design numbers: what one seed costs and how many seeds it needs.
 
-    python -m minipods.analysis.design            # the tables of docs/results.md, "Power calculation"
+    python scripts/study_design.py            # the tables of docs/results.md, "Power calculation"
 
 Time: one step of `--preset laptop` is estimated from the five-seed study's idle per-step split
 (docs/results.md: `grpo` 4 prompts x 4 rollouts, `pods_max_variance` 4 x 8, on 2 idle cores) as
@@ -87,9 +87,23 @@ def old_spreads() -> dict:
             "acc_diffs": acc.round(1).tolist(), "sd_acc": float(acc.std(ddof=1))}
 
 
+def sd_upper(sd: float, k: int, level: float = 0.8) -> float:
+    """One-sided `level` upper confidence bound of an SD estimated from k values; exact for k = 3
+    (2 degrees of freedom: the chi-square quantile is -2 ln(level)), else None."""
+    return sd * math.sqrt(2 / (-2 * math.log(level))) if k == 3 else None
+
+
+def grid_sd_log(eval_every_s: float, time_s: float) -> float:
+    """SD added to a log time ratio by the evaluation grid: each arm's time to target is late by
+    U(0, T) (SD T / sqrt 12), relative to a time to target of time_s, for two arms."""
+    return math.sqrt(2) * eval_every_s / math.sqrt(12) / time_s
+
+
 def report(seeds: int = 10, ratio: float = 1.3, budget_s: float = LAPTOP_BUDGET_S,
-           eval_every_s: float = LAPTOP_EVAL_EVERY_S, eval_limit: int = LAPTOP_EVAL_LIMIT) -> str:
+           eval_every_s: float = LAPTOP_EVAL_EVERY_S, eval_limit: int = LAPTOP_EVAL_LIMIT, log_ratios=None) -> str:
     sp, lines = old_spreads(), []
+    if log_ratios:  # measured per-seed log ratios (e.g. the study's first seeds) replace the old study's
+        sp.update(log_ratios=list(log_ratios), sd_log=float(np.std(log_ratios, ddof=1)))
     g, p = step_estimate(4, 4), step_estimate(16, 4)
     w = arm_wall_estimate(budget_s, eval_every_s, eval_limit)
     lines.append(f"step estimate (idle, 2 cores): grpo 4/4 {g:.1f} s, pods 16->4 {p:.1f} s (ratio {p / g:.2f}); "
@@ -101,11 +115,15 @@ def report(seeds: int = 10, ratio: float = 1.3, budget_s: float = LAPTOP_BUDGET_
         f"{p_}: grpo n=4 {100 * g4:.0f}%, pods n=16 {100 * p16:.1f}%" for p_, g4, p16 in silent))
     lines.append(f"old study: log(grpo/pods time) per seed {sp['log_ratios']}, SD {sp['sd_log']:.3f}; "
                  f"final accuracy difference {sp['acc_diffs']}, SD {sp['sd_acc']:.1f} points")
+    up = sd_upper(sp["sd_log"], len(sp["log_ratios"]))
+    lines.append(f"the grid ({eval_every_s:.0f} s) adds SD {grid_sd_log(eval_every_s, budget_s / 2):.2f} to a log ratio at "
+                 f"{budget_s / 2:.0f} s; the old study's grid (8 steps, ~84-114 s) {grid_sd_log(99, 340):.2f} at 340 s" +
+                 (f"; 80% upper bound of the SD (3 seeds): {up:.2f}" if up else ""))
     effect = math.log(ratio)
     lines.append(f"\n| SD of per-seed log ratio | seeds with a ratio for {ratio}x at 80% | seeds to run "
                  f"(x 1/{OLD_USABLE:.1f} usable) | ratio {seeds} seeds resolve ({round(seeds * OLD_USABLE)} usable) |")
     lines.append("|---:|---:|---:|---:|")
-    for sd in (sp["sd_log"], 0.25, 0.35):
+    for sd in sorted({round(sp["sd_log"], 3), 0.25, round(up or 0.35, 3)}):
         k = seeds_needed(effect, sd)
         run = math.ceil(k / OLD_USABLE) if k else None
         lines.append(f"| {sd:.3f} | {k} | {run} | {math.exp(detectable(round(seeds * OLD_USABLE), sd)):.2f}x |")
@@ -115,13 +133,19 @@ def report(seeds: int = 10, ratio: float = 1.3, budget_s: float = LAPTOP_BUDGET_
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m minipods.analysis.design", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python scripts/study_design.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=10, help="planned seeds (default 10, the authors' runs per arm)")
     ap.add_argument("--ratio", type=float, default=1.3, help="the speed-up to resolve (default 1.3)")
+    ap.add_argument("--log-ratios", default=None, help="measured per-seed log(grpo time / pods time), comma-separated "
+                                                        "(default: the five-seed study's three)")
     args = ap.parse_args(argv)
-    if args.seeds < 2 or args.ratio <= 1:
-        ap.error("--seeds must be >= 2 and --ratio > 1")
-    print(report(args.seeds, args.ratio))
+    try:
+        logs = [float(x) for x in args.log_ratios.split(",")] if args.log_ratios else None
+    except ValueError:
+        ap.error(f"--log-ratios must be comma-separated numbers, got {args.log_ratios!r}")
+    if args.seeds < 2 or args.ratio <= 1 or (logs is not None and len(logs) < 2):
+        ap.error("--seeds must be >= 2, --ratio > 1 and --log-ratios at least two values")
+    print(report(args.seeds, args.ratio, log_ratios=logs))
     return 0
 
 
