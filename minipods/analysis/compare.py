@@ -5,8 +5,10 @@ Paper (Xu et al., TMLR 2026, Figure 1 and Section 5): with the same wall-clock b
 (n = m = 16) peak test accuracy about 2x sooner, because generating rollouts is cheap and parallel
 while the update is memory- and time-bound in the number of rollouts it trains on.
 
-    python -m minipods.compare --small --output-dir runs/cmp              # CPU-sized (train's small preset)
-    python -m minipods.compare --preset paper --budget-s 36000 ...        # the paper's arms
+    python -m minipods.compare --small --output-dir runs/cmp              # the laptop design (= --preset laptop), one seed
+    python -m minipods.compare --preset laptop --seeds 0,1,2,3,4,5,6,7,8,9   # the planned study (docs/results.md)
+    python -m minipods.compare --preset small --seeds 0,1,2,3,4           # the earlier 4-prompt, n/m = 2 study
+    python -m minipods.compare --preset paper ...                         # the authors' arms (6 h each)
     python -m minipods.compare --small --arms grpo,pods_max_variance,pods_random,pods_max_reward
     python -m minipods.compare --small --sweep n=4,8,16                   # PODS for several n, m fixed
     python -m minipods.compare --small --seeds 0,1,2                      # every arm once per seed
@@ -193,7 +195,7 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
                    model_factory: Callable[[TrainConfig], tuple] | None = None, log: Callable = print,
                    seeds: list[int] | str | None = None, **overrides) -> Path:
     """Run (or resume) every arm (once per seed with `seeds`), then write the figures and summary
-    into `output_dir`. arms=None: SMALL_ARMS for the small preset, else DEFAULT_ARMS.
+    into `output_dir`. arms=None: the preset's arms (`default_arms`).
 
     model_factory(cfg) -> (model, tokenizer): called once per arm for a fresh model (e.g. the tiny
     test model); default: each arm loads cfg.model itself. overrides: any TrainConfig field shared
