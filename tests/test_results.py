@@ -128,3 +128,57 @@ def test_sweep_points_and_figure(tmp_path):
     assert plots.main([str(tmp_path)]) == 0
     assert (tmp_path / plots.SWEEP_FIGURE).read_bytes().startswith(PNG_MAGIC)
     assert [r["arm"] for r in _csv(tmp_path / "summary.csv")] == ["pods_n4", "pods_n8", "pods_n16"]
+
+
+# ---------------------------------------------------------------- update pricing: as run and re-priced
+def _step(step, kept, silent, update_s, step_s, elapsed_s, acc=None):
+    row = {"step": step, "kept_rows": kept, "silent_rows": silent, "update_s": update_s, "rollout_s": step_s - update_s,
+           "step_s": step_s, "elapsed_s": elapsed_s, "reward_mean": 0.5, "kept_reward_mean": 0.5}
+    return {**row, "eval_accuracy": acc, "eval_n": 100} if acc is not None else row
+
+
+# skip_silent ran 2, 1 (a placeholder: all 4 silent) and 3 rows: 3.0 s / 6 rows = 0.5 s per processed row
+SKIP_ROWS = [_step(1, 4, 2, 1.0, 3.0, 3.0, 0.5), _step(2, 4, 4, 0.2, 2.2, 5.2, 0.6), _step(3, 4, 1, 1.8, 3.8, 9.0, 0.6)]
+
+
+def test_repriced_seconds_scale_each_update_by_its_rows():
+    # every_row: 1.0 * 4/2 = 2.0; the all-silent step 0.5 s/row * 4 = 2.0; 1.8 * 4/3 = 2.4 (+1.0, +1.8, +0.6)
+    assert results.repriced_seconds(SKIP_ROWS, "skip_silent", "every_row") == pytest.approx({0: 0, 1: 4.0, 2: 8.0, 3: 12.4})
+    every = [_step(1, 4, 2, 2.0, 3.0, 3.0), _step(2, 4, 4, 2.0, 3.0, 6.0)]  # skip_silent: 2 rows, then 1 (placeholder)
+    assert results.repriced_seconds(every, "every_row", "skip_silent") == pytest.approx({0: 0, 1: 2.0, 2: 3.5})
+    assert results.repriced_seconds([{"step": 1, "update_s": 1.0, "step_s": 2.0, "elapsed_s": 2.0}],
+                                    "skip_silent", "every_row") is None
+
+
+def _priced_folder(d, rows, cfg):
+    d.mkdir(parents=True)
+    (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [{"step": 0, "elapsed_s": 0.0,
+                                                                            "eval_accuracy": 0.2, "eval_n": 100}] + rows))
+    (d / "config.json").write_text(json.dumps(cfg))
+    return d
+
+
+def test_summary_names_each_pricing_and_gives_time_to_target_under_both(tmp_path):
+    pods = [_step(s, 2, 0, 1.0, 4.0, 4.0 * s, 0.6) for s in (1, 2, 3)]  # no silent rows: the same either way
+    dirs = {"grpo": _priced_folder(tmp_path / "grpo", SKIP_ROWS, {"method": "grpo", "update_pricing": "skip_silent"}),
+            "pods": _priced_folder(tmp_path / "pods", pods, {"method": "pods", "update_pricing": "skip_silent"})}
+    plots.make({0: dirs}, tmp_path, baseline="grpo")
+    md = (tmp_path / "summary.md").read_text()
+    assert "Update pricing (config.json): `grpo` skip_silent, `pods` skip_silent." in md
+    # grpo reaches its plateau (0.6) at step 2: 5.2 s as run, 8.0 s re-priced; pods at step 1, 4 s both ways
+    assert "| pods | 1/1; 4 s, 1.0 steps | 1.30x (1/1 seeds, 0 censored) | 1/1; 4 s, 1.0 steps | 2.00x (1/1 seeds, " \
+           "0 censored) |" in md
+    assert "| grpo | 1/1; 5 s, 2.0 steps | - | 1/1; 8 s, 2.0 steps | - |" in md
+    assert "| arm | as run | speed-up as run | re-priced to every_row (estimate from per-row costs) |" in md
+    study = results.read_study({0: dirs})  # a run that paid every row at beta > 0 has no skip_silent price
+    got = results.repriced_study(study, {0: {a: results.read_rows(d) for a, d in dirs.items()}},
+                                 {"grpo": {"update_pricing": "every_row", "beta": 0.04}}, "skip_silent")
+    assert got == "`grpo` ran with beta 0.04, where leaving silent rows out is not exact"
+    # an old run: no update_pricing (read by train's rule, said so) and no kept/silent counts
+    old = [{k: v for k, v in r.items() if k not in ("kept_rows", "silent_rows")} for r in SKIP_ROWS]
+    dirs["grpo"] = _priced_folder(tmp_path / "old", old, {"method": "grpo", "fast": True, "beta": 0.0})
+    plots.make({0: dirs}, tmp_path, baseline="grpo")
+    md = (tmp_path / "summary.md").read_text()
+    assert "`grpo` skip_silent (read so: config.json does not record update_pricing)" in md
+    assert ("Time to target re-priced to every_row: cannot be computed: `grpo`'s metrics rows lack kept_rows and "
+            "silent_rows") in md and "estimate from per-row costs" not in md

@@ -23,8 +23,9 @@ import math
 import sys
 from pathlib import Path
 
-from minipods.analysis.results import (BASELINE, COMPARISON_FILE, find_runs, pick_baseline, read_config,  # noqa: F401
-                                       read_rows, read_study, summarize, training_rows)
+from minipods.analysis.results import (BASELINE, COMPARISON_FILE, PRICINGS, find_runs, pick_baseline,  # noqa: F401
+                                       read_config, read_rows, read_study, repriced_study, summarize,
+                                       training_rows, update_pricing)
 from minipods.analysis.summary import summarize_study, write_summary
 from minipods.cli import Parser, fail
 from minipods.evaluate import wilson_interval
@@ -205,8 +206,11 @@ def make(seed_dirs: dict, out_dir: str | Path, meta: dict | None = None, baselin
     rows = {s: {a: read_rows(d) for a, d in dirs.items()} for s, dirs in seed_dirs.items()}
     configs = {a: read_config(d) for dirs in seed_dirs.values() for a, d in dirs.items()}
     study = read_study(seed_dirs)
+    pricing = {a: update_pricing(configs[a]) for a in dict.fromkeys(a for by in study.values() for a in by)}
+    ran = {p.split()[0] for p in pricing.values()}  # one pricing: re-price to the other; mixed: to the paper's
+    to = next(p for p in PRICINGS if p not in ran) if len(ran) == 1 else "every_row"
     s = summarize_study(study, pick_baseline(configs, baseline or meta.get("baseline") or BASELINE),
-                        costs=mean_costs(rows))
+                        costs=mean_costs(rows), pricing=pricing, repriced=(to, repriced_study(study, rows, configs, to)))
     one = len(seed_dirs) == 1
     target = next((t[0] for t in (s["time"] or {"targets": {}})["targets"].values() if t and one), None)
     paths = {"accuracy_vs_time.png": out_dir / "accuracy_vs_time.png"}

@@ -154,15 +154,24 @@ def time_to_target(study: dict, baseline: str = BASELINE, k: int = PLATEAU_K, ta
 
 
 def summarize_study(study: dict, baseline: str | None = BASELINE, focus: str | None = FOCUS,
-                    costs: dict[str, dict] | None = None, target: float | None = None) -> dict:
+                    costs: dict[str, dict] | None = None, target: float | None = None,
+                    pricing: dict[str, str] | None = None, repriced: tuple[str, dict | str] | None = None) -> dict:
     """Every comparison of a study: per arm its final accuracy across seeds and its learning (first
     vs final evaluation), `focus` minus every other arm, every arm at the baseline's training time
     minus the baseline, and time to target. costs: arm -> numbers carried into the files as they are
-    (e.g. minipods.analysis.results.summarize's seconds per step). A missing baseline/focus: left out."""
+    (e.g. minipods.analysis.results.summarize's seconds per step). pricing: arm -> the update pricing
+    it ran; repriced: (another pricing, the study's seconds under it or why there are none), whose
+    time to target is given beside the one as run. A missing baseline/focus: left out."""
     arms = list(dict.fromkeys(a for by_arm in study.values() for a in by_arm))
     baseline = baseline if baseline in arms else None
     focus = focus if focus in arms else None
+    other = None
+    if repriced and baseline:
+        to, got = repriced
+        other = {"to": to, "cannot": got} if isinstance(got, str) else \
+            {"to": to, "time": time_to_target(got, baseline, target=target)}
     return {"seeds": list(study), "arms": arms, "baseline": baseline, "focus": focus, "costs": costs or {},
+            "pricing": pricing or {}, "repriced": other,
             "final": {a: mean_interval([by[a][-1].accuracy for by in study.values() if a in by], (0.0, 1.0))
                       for a in arms},
             "learning": {a: difference(study, a, a, LEARNING) for a in arms},
@@ -264,6 +273,24 @@ def _time_lines(s: dict, unit: str) -> list[str]:
     return lines + [""]
 
 
+def _pricing_lines(s: dict, unit: str) -> list[str]:
+    """The update pricing each arm ran, and time to target as run beside re-priced (an estimate)."""
+    lines = ["Update pricing (config.json): " + ", ".join(f"`{a}` {p}" for a, p in s["pricing"].items()) + ".", ""]
+    r = s["repriced"]
+    if r is None or s["time"] is None:
+        return lines
+    if "cannot" in r:
+        return lines + [f"Time to target re-priced to {r['to']}: cannot be computed: {r['cannot']}.", ""]
+    head = f"re-priced to {r['to']} (estimate from per-row costs)"
+    lines += [f"Time to target as run and {head}: each step's update seconds scaled by the rows the other "
+              "pricing processes; steps are the same.", "",
+              f"| arm | as run | speed-up as run | {head} | speed-up re-priced |", "|---|---:|---:|---:|---:|"]
+    for a in s["arms"]:
+        cells = [a, *_time_cell(s["time"], s["baseline"], a, unit), *_time_cell(r["time"], s["baseline"], a, unit)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "s") -> list[str]:
     """summary.md: the headline differences (seed-level first), a table per arm, time to target per
     seed (times in `unit`: "s" for training seconds, e.g. "h" for hours)."""
@@ -295,7 +322,8 @@ def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "
                   "-" if c.get("peak_mem_mb") is None else f"{c['peak_mem_mb']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
-    return lines + (_time_lines(s, unit) if s["time"] else [])
+    lines += _time_lines(s, unit) if s["time"] else []
+    return lines + (_pricing_lines(s, unit) if s.get("pricing") else [])
 
 
 def _csv_row(s: dict, a: str, configs: dict) -> dict:
