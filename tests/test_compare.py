@@ -197,6 +197,20 @@ def test_compare_cli_bad_args_exit_2(argv, capsys, tmp_path):
     assert not (tmp_path / "c").exists()
 
 
+def test_summary_names_the_pricing_and_re_prices_from_the_rows(cmp_dir):
+    md = (cmp_dir / "summary.md").read_text()
+    assert "Update pricing (config.json): `grpo` skip_silent, `pods_max_variance` skip_silent." in md
+    assert "re-priced to every_row (estimate from per-row costs)" in md
+    for arm in ("grpo", "pods_max_variance"):
+        rows = [r for r in results.read_rows(cmp_dir / arm) if "step_s" in r]
+        got = results.repriced_seconds(rows, "skip_silent", "every_row")
+        # the tiny model's rewards all agree: every step ran 1 placeholder row of its 2 prompts x m = 2 kept, so
+        # each is priced at the run's mean seconds per row x 4, and the run at 4 x its update seconds
+        assert [(r["kept_rows"], r["silent_rows"]) for r in rows] == [(4, 4)] * 3
+        update = sum(r["update_s"] for r in rows)
+        assert got[3] == pytest.approx(rows[-1]["elapsed_s"] + 3 * update) and got[1] > rows[0]["elapsed_s"]
+
+
 # ---------------------------------------------------------------- paired differences, several seeds
 def _correct(run_dir):
     return {r["index"]: r["correct"] for r in results.final_eval(run_dir)}
