@@ -143,7 +143,8 @@ SKIP_ROWS = [_step(1, 4, 2, 1.0, 3.0, 3.0, 0.5), _step(2, 4, 4, 0.2, 2.2, 5.2, 0
 
 def test_repriced_seconds_scale_each_update_by_its_rows():
     # every_row: 1.0 * 4/2 = 2.0; the all-silent step 0.5 s/row * 4 = 2.0; 1.8 * 4/3 = 2.4 (+1.0, +1.8, +0.6)
-    assert results.repriced_seconds(SKIP_ROWS, "skip_silent", "every_row") == pytest.approx({0: 0, 1: 4.0, 2: 8.0, 3: 12.4})
+    got = results.repriced_seconds(SKIP_ROWS, "skip_silent", "every_row")
+    assert got == pytest.approx({0: 0, 1: 4.0, 2: 8.0, 3: 12.4})
     every = [_step(1, 4, 2, 2.0, 3.0, 3.0), _step(2, 4, 4, 2.0, 3.0, 6.0)]  # skip_silent: 2 rows, then 1 (placeholder)
     assert results.repriced_seconds(every, "every_row", "skip_silent") == pytest.approx({0: 0, 1: 2.0, 2: 3.5})
     assert results.repriced_seconds([{"step": 1, "update_s": 1.0, "step_s": 2.0, "elapsed_s": 2.0}],
@@ -152,8 +153,8 @@ def test_repriced_seconds_scale_each_update_by_its_rows():
 
 def _priced_folder(d, rows, cfg):
     d.mkdir(parents=True)
-    (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [{"step": 0, "elapsed_s": 0.0,
-                                                                            "eval_accuracy": 0.2, "eval_n": 100}] + rows))
+    first = {"step": 0, "elapsed_s": 0.0, "eval_accuracy": 0.2, "eval_n": 100}
+    (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [first] + rows))
     (d / "config.json").write_text(json.dumps(cfg))
     return d
 
@@ -172,8 +173,8 @@ def test_summary_names_each_pricing_and_gives_time_to_target_under_both(tmp_path
     assert "| arm | as run | speed-up as run | re-priced to every_row (estimate from per-row costs) |" in md
     study = results.read_study({0: dirs})  # a run that paid every row at beta > 0 has no skip_silent price
     got = results.repriced_study(study, {0: {a: results.read_rows(d) for a, d in dirs.items()}},
-                                 {"grpo": {"update_pricing": "every_row", "beta": 0.04}}, "skip_silent")
-    assert got == "`grpo` ran with beta 0.04, where leaving silent rows out is not exact"
+                                 {a: {"update_pricing": "every_row", "beta": 0.04} for a in dirs})
+    assert got == ("skip_silent", "`grpo` ran with beta 0.04, where leaving silent rows out is not exact")
     # an old run: no update_pricing (read by train's rule, said so) and no kept/silent counts
     old = [{k: v for k, v in r.items() if k not in ("kept_rows", "silent_rows")} for r in SKIP_ROWS]
     dirs["grpo"] = _priced_folder(tmp_path / "old", old, {"method": "grpo", "fast": True, "beta": 0.0})

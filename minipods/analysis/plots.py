@@ -23,7 +23,7 @@ import math
 import sys
 from pathlib import Path
 
-from minipods.analysis.results import (BASELINE, COMPARISON_FILE, PRICINGS, find_runs, pick_baseline,  # noqa: F401
+from minipods.analysis.results import (BASELINE, COMPARISON_FILE, find_runs, pick_baseline,  # noqa: F401
                                        read_config, read_rows, read_study, repriced_study, summarize,
                                        training_rows, update_pricing)
 from minipods.analysis.summary import summarize_study, write_summary
@@ -207,10 +207,8 @@ def make(seed_dirs: dict, out_dir: str | Path, meta: dict | None = None, baselin
     configs = {a: read_config(d) for dirs in seed_dirs.values() for a, d in dirs.items()}
     study = read_study(seed_dirs)
     pricing = {a: update_pricing(configs[a]) for a in dict.fromkeys(a for by in study.values() for a in by)}
-    ran = {p.split()[0] for p in pricing.values()}  # one pricing: re-price to the other; mixed: to the paper's
-    to = next(p for p in PRICINGS if p not in ran) if len(ran) == 1 else "every_row"
     s = summarize_study(study, pick_baseline(configs, baseline or meta.get("baseline") or BASELINE),
-                        costs=mean_costs(rows), pricing=pricing, repriced=(to, repriced_study(study, rows, configs, to)))
+                        costs=mean_costs(rows), pricing=pricing, repriced=repriced_study(study, rows, configs))
     one = len(seed_dirs) == 1
     target = next((t[0] for t in (s["time"] or {"targets": {}})["targets"].values() if t and one), None)
     paths = {"accuracy_vs_time.png": out_dir / "accuracy_vs_time.png"}

@@ -96,54 +96,49 @@ def summarize(runs: dict[str, list[dict]]) -> list[dict]:
     return out
 
 
-PRICINGS = ("skip_silent", "every_row")  # what an update paid: rows with advantage 0 left out, or every kept row
-
-
 def update_pricing(cfg: dict) -> str:
-    """config.json's update_pricing; a run from before it was recorded is read by train's rule (the
-    fast engine at beta 0 skipped silent rows), said so."""
+    """config.json's update_pricing; a run from before it was recorded is read by train's rule, said so."""
     if "update_pricing" in cfg:
         return cfg["update_pricing"]
     ran = "skip_silent" if cfg.get("fast", True) and not cfg.get("beta", 0.0) else "every_row"
     return f"{ran} (read so: config.json does not record update_pricing)"
 
 
-def _rows_paid(r: dict, pricing: str) -> int:
-    return r["kept_rows"] - r["silent_rows"] if pricing == "skip_silent" else r["kept_rows"]
-
-
 def repriced_seconds(rows: list[dict], ran: str, to: str) -> dict[int, float] | None:
-    """step -> training seconds (elapsed_s) had the update paid `to` instead of `ran`, an estimate that
-    takes each step's update seconds as proportional to the rows it processed; None where the rows
-    lack kept_rows/silent_rows. A skip_silent step whose rows were all silent ran one placeholder row
-    (so the optimizer still steps): its seconds do not scale, it is priced at the run's mean seconds
-    per processed row."""
+    """step -> training seconds (elapsed_s) had the update paid `to` instead of `ran`: an estimate taking a
+    step's update seconds as proportional to the rows it processed (None: rows without kept_rows/silent_rows).
+    A skip_silent step whose rows were all silent ran one placeholder row (so the optimizer still steps),
+    whose seconds do not scale: it is priced at the run's mean seconds per processed row."""
+    def paid(r: dict, pricing: str) -> int:  # rows that pricing's update processes
+        return r["kept_rows"] - r["silent_rows"] if pricing == "skip_silent" else r["kept_rows"]
     tr = training_rows(rows)
     if any("kept_rows" not in r or "silent_rows" not in r for r in tr):
         return None
-    per_row = sum(r["update_s"] for r in tr) / max(sum(max(_rows_paid(r, ran), 1) for r in tr), 1)
+    per_row = sum(r["update_s"] for r in tr) / max(sum(max(paid(r, ran), 1) for r in tr), 1)
     out, shift = {0: 0.0}, 0.0
     for r in tr:
-        done, other = _rows_paid(r, ran), max(_rows_paid(r, to), 1)  # skip_silent runs at least one row
+        done, other = paid(r, ran), max(paid(r, to), 1)  # skip_silent runs at least one row
         shift += (r["update_s"] * other / done if done else per_row * other) - r["update_s"]
         out[int(r["step"])] = float(r["elapsed_s"]) + shift
     return out
 
 
-def repriced_study(study: dict, rows: dict, configs: dict[str, dict], to: str) -> dict | str:
-    """The study with every arm's seconds under pricing `to` (arms that ran it as they are, the others
-    by `repriced_seconds` on rows: seed -> arm -> metrics rows), or why it cannot be computed."""
+def repriced_study(study: dict, rows: dict, configs: dict[str, dict]) -> tuple[str, dict | str]:
+    """The other pricing (arms that ran both: the paper's every_row) and the study's seconds under it (arms
+    that ran it as they are, the others by `repriced_seconds` of rows: seed -> arm -> metrics rows), or why
+    they cannot be computed."""
+    ran = {a: update_pricing(configs.get(a, {})).split()[0] for by in study.values() for a in by}
+    to = "skip_silent" if set(ran.values()) == {"every_row"} else "every_row"
     out: dict = {}
     for s, arms in study.items():
         for a, pts in arms.items():
-            ran = update_pricing(configs.get(a, {})).split()[0]
-            secs = {p.step: p.seconds for p in pts} if ran == to else repriced_seconds(rows[s][a], ran, to)
+            secs = {p.step: p.seconds for p in pts} if ran[a] == to else repriced_seconds(rows[s][a], ran[a], to)
             if secs is None:
-                return f"`{a}`'s metrics rows lack kept_rows and silent_rows (a run from before they were recorded)"
+                return to, f"`{a}`'s metrics rows lack kept_rows and silent_rows (a run from before they were recorded)"
             if to == "skip_silent" and configs.get(a, {}).get("beta"):
-                return f"`{a}` ran with beta {configs[a]['beta']}, where leaving silent rows out is not exact"
+                return to, f"`{a}` ran with beta {configs[a]['beta']}, where leaving silent rows out is not exact"
             out.setdefault(s, {})[a] = [p._replace(seconds=secs[p.step]) for p in pts]
-    return out
+    return to, out
 
 
 def is_run_dir(p: Path) -> bool:

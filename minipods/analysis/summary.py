@@ -165,11 +165,9 @@ def summarize_study(study: dict, baseline: str | None = BASELINE, focus: str | N
     arms = list(dict.fromkeys(a for by_arm in study.values() for a in by_arm))
     baseline = baseline if baseline in arms else None
     focus = focus if focus in arms else None
-    other = None
-    if repriced and baseline:
-        to, got = repriced
-        other = {"to": to, "cannot": got} if isinstance(got, str) else \
-            {"to": to, "time": time_to_target(got, baseline, target=target)}
+    to, got = repriced or (None, None)
+    other = None if not (repriced and baseline) else {"to": to, "cannot": got} if isinstance(got, str) else \
+        {"to": to, "time": time_to_target(got, baseline, target=target)}
     return {"seeds": list(study), "arms": arms, "baseline": baseline, "focus": focus, "costs": costs or {},
             "pricing": pricing or {}, "repriced": other,
             "final": {a: mean_interval([by[a][-1].accuracy for by in study.values() if a in by], (0.0, 1.0))
@@ -282,8 +280,7 @@ def _pricing_lines(s: dict, unit: str) -> list[str]:
     if "cannot" in r:
         return lines + [f"Time to target re-priced to {r['to']}: cannot be computed: {r['cannot']}.", ""]
     head = f"re-priced to {r['to']} (estimate from per-row costs)"
-    lines += [f"Time to target as run and {head}: each step's update seconds scaled by the rows the other "
-              "pricing processes; steps are the same.", "",
+    lines += [f"Time to target as run and {head}: each update's seconds scaled by the rows it would process.", "",
               f"| arm | as run | speed-up as run | {head} | speed-up re-priced |", "|---|---:|---:|---:|---:|"]
     for a in s["arms"]:
         cells = [a, *_time_cell(s["time"], s["baseline"], a, unit), *_time_cell(r["time"], s["baseline"], a, unit)]
