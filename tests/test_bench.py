@@ -1,4 +1,4 @@
-"""Fast checks of minipods.measure (bench, speed, vs_trl, cuda_recipe, memory): fits, formatting, the memory
+"""Fast checks of minipods.measure (bench, speed, vs_trl, gpu, memory): fits, formatting, the memory
 meter, the parts on the tiny model, the CLI.
 No timing is asserted (the machine may be shared); only structure and numbers that must hold."""
 
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from minipods.fast.inference import onednn_linear_available
-from minipods.measure import bench, common, cuda_recipe, memory, speed, vs_trl
+from minipods.measure import bench, common, gpu, memory, speed, vs_trl
 from minipods.measure.bench import run_bench
 from minipods.measure.common import fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, format_table
 from minipods.measure.config import BenchConfig
@@ -139,9 +139,9 @@ def test_trl_part_skips_without_trl(monkeypatch):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU skip message")
 def test_cuda_part_skips_on_cpu():
-    r = cuda_recipe.part_cuda(BenchConfig())
+    r = gpu.part_cuda(BenchConfig())
     assert r["skipped"].startswith("skipped (no CUDA GPU")
-    assert cuda_recipe.rows_cuda(r)[0][2] == r["skipped"]
+    assert gpu.rows_cuda(r)[0][2] == r["skipped"]
 
 
 def test_config_quick_and_overrides():
@@ -198,10 +198,10 @@ def test_cuda_rows_pass_fail_line():
                       "gen_tokens": 512},
          "gpu": "GPU", "update_s": 32.0, "update_s_per_sequence": 2.0, "sequences": 16, "peak_allocated_mb": 9000.0,
          "peak_reserved_mb": 11000.0, "fits_24gb": True, "gen_tokens_per_s": 900.0}
-    rows = cuda_recipe.rows_cuda(r)
+    rows = gpu.rows_cuda(r)
     assert rows[1][2] == "~256.00 s/update"  # 128 sequences x 2 s
     assert rows[2][1].startswith("fits a 24 GB card") and rows[2][2] == "PASS"
-    assert cuda_recipe.rows_cuda({**r, "fits_24gb": False})[2][2] == "FAIL"
+    assert gpu.rows_cuda({**r, "fits_24gb": False})[2][2] == "FAIL"
 
 
 def test_exact_cpu_memory_and_peak_rss():

@@ -265,15 +265,15 @@ def test_bad_input_is_one_line_and_exit_2(argv, msg, capsys):
     assert len(err) == 1 and err[0].startswith("python -m minipods.plan: error:") and msg in err[0]
 
 
-def test_plan_check_measures_both_phases_on_a_cpu(tmp_path):
+def test_gpu_check_measures_both_phases_on_a_cpu(tmp_path):
     """The GPU check's code path on a CPU: the planner beside the allocator's peak of each phase."""
-    from minipods.measure import plan_check
+    from minipods.measure import gpu
 
     out = tmp_path / "check.json"
     argv = ["--device", "cpu", "--model", NARROW + ",layers=3,vocab=2048", "--prompts-per-step", "2", "--n", "4",
             "--m", "2", "--max-prompt-tokens", "24", "--max-new-tokens", "24", "--gen-batch-size", "4",
             "--micro-batch-size", "2", "--optimizer", "adamw", "--logprob-chunk", "64", "--output", str(out)]
-    assert plan_check.main(argv) == 0
+    assert gpu.main(argv) == 0
     res = json.loads(out.read_text())
     assert res["generated_shape"] == [24, 24]  # the planner's worst case: full prompts, full completions
     for phase, x in res["phases"].items():

@@ -16,7 +16,7 @@ on them is expensive and memory-bound, so generate n and update on m < n. These 
   trl      one warm GRPO step of minipods beside one of trl.GRPOTrainer, same settings (vs_trl.py)
   cuda     the paper recipe's update on a GPU (Qwen2.5-3B-Instruct 4-bit, LoRA r=64, m=16, 1024-token
            sequences, gradient checkpointing, micro-batch 4, 8-bit AdamW): peak memory, s/update, "fits a
-           24 GB card", generation tokens/s (cuda_recipe.py); by default on the 3B architecture twin
+           24 GB card", generation tokens/s (gpu.py); by default on the 3B architecture twin
   costmodel  rollout s vs sequences generated, update s vs kept: s/step of GRPO, PODS, break-even (costmodel.py)
 
 This module only dispatches: it validates the settings (config.py), loads the model once, runs the
@@ -44,7 +44,7 @@ from pathlib import Path
 import torch
 
 from minipods.cli import Parser, add_dataclass_args, fail, overrides
-from minipods.measure import costmodel, cuda_recipe, phases, selection, speed, vs_trl
+from minipods.measure import costmodel, gpu, phases, selection, speed, vs_trl
 from minipods.measure.common import format_table, set_threads
 from minipods.measure.config import DTYPES, POSITIVE, QUICK, BenchConfig, Context
 
@@ -70,7 +70,7 @@ def _part(name: str):
     if name == "trl":
         return (lambda ctx, cfg: vs_trl.part_trl(cfg, ctx.device)), vs_trl.rows_trl
     if name == "cuda":
-        return (lambda ctx, cfg: cuda_recipe.part_cuda(cfg)), cuda_recipe.rows_cuda
+        return (lambda ctx, cfg: gpu.part_cuda(cfg)), gpu.rows_cuda
     if name == "costmodel":
         return costmodel.PART  # (part_costmodel, rows_costmodel)
     if name == "select":

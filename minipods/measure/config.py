@@ -7,13 +7,12 @@ fixed_rollouts makes that set once, updater times one GRPO update on its first m
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import torch
 
 from minipods.cli import setting
-from minipods.measure.common import sync
+from minipods.measure.common import grpo_timer
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
@@ -108,21 +107,14 @@ def updater(model, ro, device: str, micro_batch_size: int):
     """update(m) -> (seconds, completion tokens): one GRPO update on the first m rollouts of `ro`,
     with the training defaults (optimizer, log-prob chunk, the shared-prompt pass) and 0/1 rewards
     (non-zero advantages)."""
-    from minipods.fast.update import shared_logprobs
-    from minipods.grpo import group_advantages, grpo_update
+    from minipods.grpo import group_advantages
     from minipods.train import make_config, make_optimizer
     tcfg = make_config()
-    optimizer = make_optimizer(model, tcfg, device)
+    timed = grpo_timer(model, make_optimizer(model, tcfg, device), micro_batch_size, tcfg.logprob_chunk, 1.0, device)
     rewards = torch.tensor([float(i % 2) for i in range(len(ro))])
 
     def update(m):
         idx = list(range(m))  # one fixed set: the first m rollouts of the same n
         batch = ro.select(idx)
-        adv = group_advantages(rewards[idx], batch.group)
-        sync(device)
-        t0 = time.perf_counter()
-        grpo_update(model, optimizer, batch, adv, micro_batch_size=micro_batch_size, max_grad_norm=1.0,
-                    chunk_tokens=tcfg.logprob_chunk, logprob_fn=shared_logprobs)
-        sync(device)
-        return time.perf_counter() - t0, int(batch.completion_mask.sum())
+        return timed(batch, group_advantages(rewards[idx], batch.group))[0], int(batch.completion_mask.sum())
     return update

@@ -74,16 +74,18 @@ def _load(folder: Path, quantize: str | None, ckpt: bool, lora_r: int = LORA_R):
     return model, tok
 
 
-def update_batch(rows: int, tokens: int, vocab: int, seed: int = 0, prompt_tokens: int | None = None):
-    """(prompt_ids, prompt_mask, completion_ids, completion_mask): `prompt_tokens` (default: half) of the
-    row's `tokens` prompt, the rest completion, with padding as rollouts have it (one row's prompt
-    left-padded, another's completion cut short)."""
+def update_batch(rows: int, tokens: int, vocab: int, seed: int = 0, prompt_tokens: int | None = None,
+                 padded: bool = True):
+    """(prompt_ids, prompt_mask, completion_ids, completion_mask) of random ids: `prompt_tokens` (default:
+    half) of the row's `tokens` prompt, the rest completion, with padding as rollouts have it (one row's
+    prompt left-padded, another's completion cut short) unless padded=False (every token real)."""
     g = torch.Generator().manual_seed(seed)
     P = tokens // 2 if prompt_tokens is None else prompt_tokens
     C = tokens - P
     pm, cm = torch.ones(rows, P, dtype=torch.long), torch.ones(rows, C, dtype=torch.long)
-    pm[0, :P // 4] = 0
-    cm[-1, C - C // 4:] = 0
+    if padded:
+        pm[0, :P // 4] = 0
+        cm[-1, C - C // 4:] = 0
     return torch.randint(3, vocab, (rows, P), generator=g), pm, torch.randint(3, vocab, (rows, C), generator=g), cm
 
 
