@@ -79,7 +79,7 @@ def recipe_batch(model, prompts: int, m: int, tokens: int, prompt_tokens: int | 
 
 
 # ---------------------------------------------------------------- the bench's cuda part
-def part_cuda(cfg) -> dict:
+def part_cuda(ctx, cfg) -> dict:
     """Run the worker in a fresh process (its peak memory is then the recipe's alone)."""
     if not torch.cuda.is_available():
         return {"skipped": CUDA_SKIP_MSG}

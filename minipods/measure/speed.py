@@ -291,14 +291,3 @@ def part_update_speed(ctx, cfg) -> dict:
     batch = kept_batch(ctx.model, ctx.tok, _prompts(ctx, cfg), cfg.speed_n, cfg.speed_m, cfg.speed_max_new_tokens,
                        cfg.speed_temperature, cfg.seed)
     return update_speed(ctx.model, batch, cfg.micro_batch_size, cfg.speed_temperature, rounds=cfg.speed_update_rounds)
-
-
-SPEED = {"rollout": (part_rollout_speed, rows_rollout_speed), "update": (part_update_speed, rows_update_speed)}
-
-
-def with_speed(name: str, run, rows):
-    """bench's (run, rows) pair of part `name` with this module's measurements added: results under
-    "speed", rows after the part's own."""
-    speed_run, speed_rows = SPEED[name]
-    return (lambda ctx, cfg: {**run(ctx, cfg), "speed": speed_run(ctx, cfg)},
-            lambda r: rows(r) + speed_rows(r["speed"]))
