@@ -113,8 +113,6 @@ def test_parts_on_the_tiny_model():
     assert fs["ratio"] == pytest.approx(fs["fast"]["tokens_per_s"] / fs["plain"]["tokens_per_s"])
     assert fs["levers"] == {"folded": True, "shared_prefill": True, "packed": onednn_linear_available(),
                             "fused_siblings": onednn_linear_available(), "grown_in_place": True}
-    assert set(fs["levers_alone"]) == set(speed.LEVERS)  # each lever off alone, measured in the same run
-    assert all(v["decode_step_s"] > 0 and v["tokens_per_s"] > 0 for v in fs["levers_alone"].values())
     lim, roof = fs["limits"], fs["roofline"]
     assert lim["fp32_tflops"] > 0 and lim["bf16_tflops"] > 0 and lim["mem_gbs"] > 0 and lim["threads"] == 1
     assert roof["batch"] == 8 and roof["matmul_dtype"] == "fp32" and roof["limit_s"] == max(roof["memory_s"], roof["compute_s"])

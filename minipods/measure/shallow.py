@@ -30,6 +30,7 @@ import torch
 
 from minipods.measure.activations import (LORA_R, GenTerms, decode_buffers, decode_cache_bytes, fit_gen, fit_update,
                                           predict_update)
+from minipods.measure.footprint import kv_shape
 from minipods.measure.memory import peak_allocated_bytes, peak_saved_bytes
 
 MEASURE_VOCAB = 512  # holds the twin tokenizer's 259 ids; the vocabulary's own terms are measured apart
@@ -132,9 +133,8 @@ def measure_prefill(model, prompts: int, tokens: int, seed: int = 0) -> dict:
 
 
 def kv_per_token(config, element_bytes: int) -> int:
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-    kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
-    return 2 * config.num_hidden_layers * kv_heads * head_dim * element_bytes
+    layers, kv_heads, head_dim = kv_shape(config)
+    return 2 * layers * kv_heads * head_dim * element_bytes
 
 
 def measure_decode(model, tok, rows: int, prompt_tokens: int, new_tokens: int, element_bytes: int,
