@@ -3,7 +3,7 @@
 Paper (single-GPU setting): Qwen2.5-3B-Instruct in 4 bits (NF4 + double quantisation), LoRA r=64 on
 every linear layer, gradient checkpointing, 8-bit AdamW, 512 prompt + 512 completion tokens, m=16
 kept rollouts per prompt (n=64 generated). Both tools below load a recipe as training loads it
-(load_recipe), feed the update a random batch (recipe_batch) and run it once to warm up (so the
+(load_recipe), feed the update a random batch (recipe_batch, update_batch) and run it once to warm up (so the
 optimizer state exists, as from the second step on):
 
   `python -m minipods.bench --parts cuda` (part_cuda, in a fresh process: memory.run_worker)
@@ -65,11 +65,25 @@ def load_recipe(name: str, quantize: str | None, lora_r: int, lora_alpha: int, c
     return model, tok, make_optimizer(model, make_config(optimizer=optimizer), device)
 
 
+def update_batch(rows: int, tokens: int, vocab: int, seed: int = 0, prompt_tokens: int | None = None,
+                 padded: bool = True):
+    """(prompt_ids, prompt_mask, completion_ids, completion_mask) of random ids: `prompt_tokens` (default:
+    half) of the row's `tokens` prompt, the rest completion, with padding as rollouts have it (one row's
+    prompt left-padded, another's completion cut short) unless padded=False (every token real)."""
+    g = torch.Generator().manual_seed(seed)
+    P = tokens // 2 if prompt_tokens is None else prompt_tokens
+    C = tokens - P
+    pm, cm = torch.ones(rows, P, dtype=torch.long), torch.ones(rows, C, dtype=torch.long)
+    if padded:
+        pm[0, :P // 4] = 0
+        cm[-1, C - C // 4:] = 0
+    return torch.randint(3, vocab, (rows, P), generator=g), pm, torch.randint(3, vocab, (rows, C), generator=g), cm
+
+
 def recipe_batch(model, prompts: int, m: int, tokens: int, prompt_tokens: int | None = None, padded: bool = True,
                  seed: int = 0):
-    """(Rollouts, advantages): m rows per prompt of `tokens` random ids (shallow.update_batch: half
-    prompt unless prompt_tokens says, padded as rollouts are unless padded=False), random advantages."""
-    from minipods.measure.shallow import update_batch
+    """(Rollouts, advantages): m rows per prompt of `tokens` random ids (update_batch; the planner's
+    terms are measured on the same batches), random advantages."""
     from minipods.rollouts import Rollouts
 
     rows, vocab = prompts * m, model.get_output_embeddings().weight.shape[0]
