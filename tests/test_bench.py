@@ -1,4 +1,4 @@
-"""Fast checks of minipods.measure (bench, speed, vs_trl, gpu, memory): fits, formatting, the memory
+"""Fast checks of minipods.measure (bench, speed, gpu, memory) and scripts/vs_trl.py: fits, formatting, the memory
 meter, the parts on the tiny model, the CLI.
 No timing is asserted (the machine may be shared); only structure and numbers that must hold."""
 
@@ -13,13 +13,15 @@ import pytest
 import torch
 
 from minipods.fast.inference import onednn_linear_available
-from minipods.measure import bench, common, gpu, memory, speed, vs_trl
+from minipods.measure import bench, common, gpu, memory, speed
 from minipods.measure.bench import run_bench
 from minipods.measure.common import fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, format_table
 from minipods.measure.config import BenchConfig, Context
 from minipods.train import make_config
 from minipods.measure.memory import MemoryMeter, run_worker
 from minipods.twins.tiny import tiny_policy
+
+from conftest import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -128,7 +130,8 @@ def test_parts_on_the_tiny_model():
     assert any(n.startswith("update:") for n in out["notes"])
 
 
-def test_trl_part_skips_without_trl(monkeypatch):
+def test_trl_comparison_skips_without_trl(monkeypatch):
+    vs_trl = load_script("vs_trl")
     monkeypatch.setattr(vs_trl, "trl_available", lambda: False)
     r = vs_trl.part_trl(Context(device="cpu"), BenchConfig())
     assert r == {"skipped": "skipped (pip install -r requirements-trl.txt)"}

@@ -12,7 +12,6 @@ on them is expensive and memory-bound, so generate n and update on m < n. These 
   logprob  chunked log-probs (grpo.token_logprobs) vs a full-vocabulary log-softmax
            (grpo.naive_token_logprobs): peak memory of forward+backward, and their max abs difference
   select   max_variance down-sampling time for n = 16 ... 1,000,000 and its log-log growth exponent
-  trl      one warm GRPO step of minipods beside one of trl.GRPOTrainer, same settings (vs_trl.py)
   cuda     the paper recipe's update on a GPU (Qwen2.5-3B-Instruct 4-bit, LoRA r=64, m=16, 1024-token
            sequences, gradient checkpointing, micro-batch 4, 8-bit AdamW): peak memory, s/update, "fits a
            24 GB card", generation tokens/s (gpu.py); by default on the 3B architecture twin
@@ -41,13 +40,13 @@ from pathlib import Path
 import torch
 
 from minipods.cli import Parser, add_dataclass_args, fail, overrides
-from minipods.measure import costmodel, gpu, phases, vs_trl
+from minipods.measure import costmodel, gpu, phases
 from minipods.measure.common import format_table, set_threads
 from minipods.measure.config import DTYPES, POSITIVE, QUICK, BenchConfig, Context
 
 PARTS = {"rollout": (phases.part_rollout, phases.rows_rollout), "update": (phases.part_update, phases.rows_update),
          "logprob": (phases.part_logprob, phases.rows_logprob), "select": (phases.part_select, phases.rows_select),
-         "trl": (vs_trl.part_trl, vs_trl.rows_trl), "cuda": (gpu.part_cuda, gpu.rows_cuda),
+         "cuda": (gpu.part_cuda, gpu.rows_cuda),
          "costmodel": (costmodel.part_costmodel, costmodel.rows_costmodel)}  # run in this order
 MODEL_PARTS = ("rollout", "update", "logprob", "costmodel")  # parts that use the in-process model
 
@@ -66,12 +65,13 @@ NOTES = {
 
 
 def validate(cfg: BenchConfig, parts: list[str]) -> None:
-    """Raise ValueError (one line, naming the flag) for settings no part can run with, before any loading."""
+    """Raise ValueError (one line, naming the flag) for settings no part can run with, before any loading
+    (parts=None: the settings alone)."""
     def need(ok: bool, msg: str):
         if not ok:
             raise ValueError(msg)
-    bad = [p for p in parts if p not in PARTS]
-    need(parts and not bad, f"unknown part(s) {bad or parts}; expected some of {', '.join(PARTS)}")
+    bad = [p for p in parts or () if p not in PARTS]
+    need(parts is None or (parts and not bad), f"unknown part(s) {bad or parts}; expected some of {', '.join(PARTS)}")
     need(cfg.dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}, got {cfg.dtype!r}")
     need(cfg.device in ("auto", "cpu") or cfg.device.startswith("cuda"), f"--device must be auto, cpu or cuda[:N], "
          f"got {cfg.device!r}")
@@ -81,12 +81,11 @@ def validate(cfg: BenchConfig, parts: list[str]) -> None:
     for k in ("m_values", "select_sizes"):
         v = getattr(cfg, k)
         need(bool(v) and min(v) >= 1, f"--{k.replace('_', '-')} must be positive integers, got {v}")
+    parts = parts or ()
     if "update" in parts or "costmodel" in parts:
         need(len([m for m in cfg.m_values if m <= cfg.n]) >= 2,
              f"the {'update' if 'update' in parts else 'costmodel'} part needs >= 2 --m-values <= --n={cfg.n}, got {cfg.m_values}")
-    if "trl" in parts:
-        need((cfg.trl_prompts * cfg.trl_n) % cfg.micro_batch_size == 0,
-             "--trl-prompts * --trl-n must be a multiple of --micro-batch-size")
+
 
 
 def _load(ctx: Context, cfg: BenchConfig, model, tokenizer, log) -> None:
@@ -123,8 +122,6 @@ def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, lo
         results[part]["part_s"] = time.perf_counter() - t0
     rows = [row for part in parts for row in PARTS[part][1](results[part])]
     notes = [f"{p}: {NOTES[p]}" for p in parts if p in NOTES]
-    if "trl" in parts and "notes" in results["trl"]:
-        notes += [f"trl: {n}" for n in results["trl"]["notes"]]
     return {"meta": meta(cfg, device, parts, time.perf_counter() - t_start), "parts": results,
             "table": format_table(rows), "rows": rows, "notes": notes}
 
@@ -148,9 +145,9 @@ def meta(cfg: BenchConfig, device: str, parts: list[str], seconds: float) -> dic
 PROG = "python -m minipods.bench"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     """The bench-only flags, then one flag per BenchConfig field (cli.add_dataclass_args)."""
-    p = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = Parser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("--parts", default=",".join(PARTS),
                    help="comma-separated subset of: " + ", ".join(PARTS) + " (default: all)")
     p.add_argument("--quick", action="store_true", help="small sizes for a shared CPU (a few minutes), 1 thread")

@@ -1,26 +1,18 @@
 """When PODS pays: a cost model of one training step from measurements on the machine at hand.
 
-Paper (Section 3 and the wall-clock results): PODS generates n rollouts per prompt but updates on
-m < n. It pays when the extra generation costs less than what the better-chosen m rollouts gain.
-Measured here, both phases are close to linear in their size:
-
-    rollout seconds = a_r + b_r * (sequences generated)     update seconds = a_u + b_u * (sequences kept)
-
-so with P prompts per step
-    GRPO (n = m)   T_grpo = rollout(P m) + update(P m)
-    GRPO on all n  T_all  = rollout(P n) + update(P n)
-    PODS (n -> m)  T_pods = rollout(P n) + update(P m)
-
-Break-even. Let `gain` be how many GRPO steps one PODS step is worth (e.g. GRPO's steps to a target
-accuracy / PODS's steps to it; 1 = no better per step). PODS reaches the target sooner in wall-clock
-time iff  gain > T_pods / T_grpo  (its wall-clock speed-up is gain * T_grpo / T_pods), and for a
-given gain the extra rollouts pay up to  n_max = (gain * T_grpo - update(P m) - a_r) / (b_r P).
+PODS (paper, Section 3) generates n rollouts per prompt and updates on m < n; it pays when the extra
+generation costs less than what the better-chosen m gain. Both phases are close to linear in their
+size, rollout(k) = a_r + b_r k sequences generated and update(k) = a_u + b_u k kept, so with P prompts
+a step of GRPO (n = m) takes T_grpo = rollout(Pm) + update(Pm), of GRPO on all n rollout(Pn) +
+update(Pn), and of PODS (n -> m) T_pods = rollout(Pn) + update(Pm). If one PODS step is worth `gain`
+GRPO steps (GRPO's steps to a target / PODS's), PODS reaches the target sooner iff gain > T_pods /
+T_grpo (speed-up gain * T_grpo / T_pods), and the extra rollouts pay up to n_max = (gain T_grpo -
+update(Pm) - a_r) / (b_r P).
 
 `python -m minipods.bench --parts costmodel` fits the two lines (part_costmodel: its own rollout
-runs, the update part's timings); the paper's L40S figures (GRPO n=m=16 at 7.5 s per step, PODS n=64 -> m=16 at 10.1 s per step: the
-paper's single-GPU L40S run, Sec. 5) give the same arithmetic for contrast (`paper_l40s`). The planner
-(`python -m minipods.plan`) prices steps with the lines of such a run (`load_fit`), else with the two
-lines the paper's step times give (`paper_l40s_model`).
+runs, the update part's timings); the paper's single-GPU L40S step times (GRPO n=m=16 7.5 s, PODS
+n=64 -> m=16 10.1 s, Sec. 5) give the same arithmetic (`paper_l40s`). The planner prices steps with
+the lines of such a run (`load_fit`), else with those the paper's step times give (`paper_l40s_model`).
 """
 
 from __future__ import annotations

@@ -1,25 +1,17 @@
 """Speed of the two PODS phases against their plain versions, and this machine's limits.
 
-Paper (Section 3): PODS assumes the inference phase is cheap next to the update. That holds only
-if the rollout code runs near what the hardware allows; these measurements say how near. They are
-the second half of `python -m minipods.bench`'s rollout and update parts (phases.py calls them), at
-the --small preset's shape (4 prompts x n=8, 64 new tokens, T=0.7, m=4):
+Paper (Section 3): PODS assumes the inference phase is cheap next to the update; that holds only if
+the rollout code runs near what the hardware allows. The second half of `python -m minipods.bench`'s
+rollout and update parts (phases.py calls them), at the --small shape (4 prompts x n=8, 64 new
+tokens, T=0.7, m=4; its policy: `--dtype bfloat16 --lora-r 16 --lora-alpha 32`):
 
-  rollout  the fast engine's generate_rollouts (minipods.fast.rollouts: shared prefill, inverse-CDF
-           sampler, folded adapter, oneDNN packed weights, in-place KV cache) vs a plain
-           `model.generate(do_sample=True)` on the n-times repeated prompts: real tokens/s of each
-           and their ratio, measured alternately in one process (robust to a shared machine's
-           load). Also this machine's matmul TFLOP/s (bf16, fp32) and memory GB/s (small
-           microbenchmarks), the roofline time of one decode step at the measured shape
-           (weights + KV cache read / GB/s vs FLOPs / TFLOP/s, the larger) and the achieved time
-           per decode step as "N x the limit" (scripts/decode_step.py takes the step apart).
-  update   grpo_update with the shared-prompt pass (logprob_fn=fast.update.shared_logprobs: each
-           distinct prompt run once per micro-batch) vs a plain PyTorch GRPO step on the same rows
-           (forward each [prompt | completion] row, full log_softmax, gather, backward), and vs
-           grpo_update's plain pass (logprob_fn=None, every row in full): seconds and ratios.
-
-The model is the bench's (--model, --dtype, --lora-r, --lora-alpha): the --small preset's policy is
-`--dtype bfloat16 --lora-r 16 --lora-alpha 32`.
+  rollout  the fast engine's generate_rollouts vs the plain reference (HF `generate` on the n-times
+           repeated prompts), alternating in one process: tokens/s and their ratio; this machine's
+           matmul TFLOP/s and memory GB/s; one decode step's roofline limit (weights + KV cache read
+           at the measured GB/s vs its FLOPs at the measured TFLOP/s, the larger) and the achieved
+           step as "N x the limit" (scripts/decode_step.py takes the step apart)
+  update   grpo_update with the shared-prompt pass (fast.update.shared_logprobs) vs its plain pass
+           (every row in full) vs a plain PyTorch step (full-vocabulary log_softmax): seconds, ratios
 """
 
 from __future__ import annotations
@@ -162,61 +154,31 @@ def rows_rollout_speed(r: dict) -> list[list[str]]:
 
 
 # ---------------------------------------------------------------- update: fast vs plain GRPO step
-def plain_grpo_step(model, optimizer, batch, advantages: torch.Tensor, micro_batch_size: int = 4,
-                    temperature: float = 1.0, max_grad_norm: float | None = 1.0) -> float:
-    """The baseline GRPO step (one epoch, beta = 0): per micro-batch, forward every [prompt |
-    completion] row, full-vocabulary log_softmax, gather, the token-averaged surrogate, backward;
-    then clip and step. Returns the loss."""
-    from minipods.grpo import grpo_loss, naive_token_logprobs
-
-    num_tokens = max(int(batch.completion_mask.sum()), 1)
-    model.train()
-    optimizer.zero_grad(set_to_none=True)
-    total = 0.0
-    for s in range(0, len(batch), micro_batch_size):
-        mb = batch.select(list(range(s, min(s + micro_batch_size, len(batch)))))
-        logp = naive_token_logprobs(model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask,
-                                    temperature)
-        loss, _ = grpo_loss(logp, logp.detach(), advantages[s:s + micro_batch_size], mb.completion_mask.to(logp.device),
-                            num_tokens)
-        loss.backward()
-        total += loss.item()
-    params = [p for p in model.parameters() if p.requires_grad]
-    torch.nn.utils.clip_grad_norm_(params, max_grad_norm or float("inf"))
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    return total
+def _naive_logprobs(model, mb, temperature, chunk_tokens):
+    """grpo_update's logprob_fn for the plain step: each row in full, a full-vocabulary log_softmax."""
+    from minipods.grpo import naive_token_logprobs
+    return naive_token_logprobs(model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask,
+                                temperature)
 
 
 def update_speed(model, batch, micro_batch_size: int = 4, temperature: float = 0.7, rounds: int = 2) -> dict:
-    """Seconds per update on `batch` (kept rollouts): grpo_update with the shared-prompt pass ("fast")
-    vs plain_grpo_step vs grpo_update's plain pass ("unshared"), alternating `rounds` times after a
-    short warm-up; SGD with lr 0, so every call sees the same weights."""
+    """Seconds per update on `batch` (kept rollouts) with each log-prob pass of grpo_update: the
+    shared-prompt pass ("fast"), the plain per-row pass ("unshared"), the full-vocabulary log_softmax
+    ("plain"), alternating `rounds` times after a warm-up; SGD with lr 0, so every call sees the same weights."""
     from minipods.fast.update import shared_logprobs
-    from minipods.grpo import grpo_update
+    from minipods.grpo import grpo_update, rollout_logprobs
 
-    g = torch.Generator().manual_seed(0)
-    adv = torch.randn(len(batch), generator=g)
+    adv = torch.randn(len(batch), generator=torch.Generator().manual_seed(0))
     opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.0)
-    runs = {
-        "fast": lambda: grpo_update(model, opt, batch, adv, micro_batch_size=micro_batch_size, temperature=temperature,
-                                    logprob_fn=shared_logprobs),
-        "plain": lambda: plain_grpo_step(model, opt, batch, adv, micro_batch_size, temperature),
-        "unshared": lambda: grpo_update(model, opt, batch, adv, micro_batch_size=micro_batch_size,
-                                        temperature=temperature),
-    }
-    first = batch.group == batch.group[0]
-    small = batch.select(first.nonzero()[:2, 0])  # warm-up (first-call costs) on 2 rows of one prompt
-    grpo_update(model, opt, small, adv[:2], micro_batch_size=micro_batch_size, logprob_fn=shared_logprobs)
-    grpo_update(model, opt, small, adv[:2], micro_batch_size=micro_batch_size)
-    plain_grpo_step(model, opt, small, adv[:2], micro_batch_size)
-    secs = {k: 0.0 for k in runs}
-    for _ in range(rounds):
-        for k, fn in runs.items():
+    passes = {"fast": shared_logprobs, "plain": _naive_logprobs, "unshared": rollout_logprobs}
+    small = batch.select((batch.group == batch.group[0]).nonzero()[:2, 0])  # warm-up: 2 rows of one prompt
+    secs = {k: 0.0 for k in passes}
+    for r in range(rounds + 1):
+        for k, fn in passes.items():
             t0 = time.perf_counter()
-            fn()
-            secs[k] += time.perf_counter() - t0
-    secs = {k: v / rounds for k, v in secs.items()}
+            grpo_update(model, opt, batch if r else small, adv if r else adv[:2], micro_batch_size=micro_batch_size,
+                        temperature=temperature, logprob_fn=fn)
+            secs[k] += (time.perf_counter() - t0) / rounds if r else 0.0
     return {"rows": len(batch), "groups": int(batch.group.unique().numel()), "micro_batch_size": micro_batch_size,
             "prompt_tokens": int(batch.prompt_mask.sum(1).float().mean()),
             "completion_tokens": int(batch.completion_mask.sum()), "rounds": rounds, "threads": torch.get_num_threads(),
@@ -226,7 +188,7 @@ def update_speed(model, batch, micro_batch_size: int = 4, temperature: float = 0
 def rows_update_speed(r: dict) -> list[list[str]]:
     s = r["seconds"]
     shape = f"{r['rows']} rows ({r['groups']} prompts), micro-batch {r['micro_batch_size']}"
-    return [["update", f"plain GRPO step ({shape})", f"{fmt_s(s['plain'])}/update"],
+    return [["update", f"plain GRPO step, full log_softmax ({shape})", f"{fmt_s(s['plain'])}/update"],
             ["update", "grpo_update, every row in full (the plain pass)", f"{fmt_s(s['unshared'])}/update"],
             ["update", "grpo_update (each prompt once per micro-batch)", f"{fmt_s(s['fast'])}/update"],
             ["update", "plain / grpo_update time", fmt_x(r["ratio_plain"])],

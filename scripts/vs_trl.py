@@ -1,10 +1,12 @@
-"""minipods beside TRL: one warm GRPO step of each, same settings: `python -m minipods.bench --parts trl`.
+"""minipods beside TRL: one warm GRPO step of each, same settings: `python scripts/vs_trl.py [--quick]`.
 
 Same model, prompts, n, completion length, LoRA, dtype, torch threads and optimizer; each framework
 runs in a fresh worker process (memory.run_worker) and reports the wall and CPU time of its second
 step, split into generation (sampling + rewards + advantages) and update, and the plain peak RSS of
-that step (what a user would see; not the exact mode of the update/logprob parts). Needs
-`pip install -r requirements-trl.txt -c requirements.txt`; skipped without trl.
+that step (what a user would see; not the exact mode of the update/logprob parts). It takes
+the flags of `python -m minipods.bench` (the model, dtype, threads, LoRA, micro-batch, trl_*; --quick)
+and prints the same table. Needs `pip install -r requirements-trl.txt -c requirements.txt`; skipped
+without trl.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ def part_trl(ctx, cfg: BenchConfig) -> dict:
         return {"skipped": TRL_SKIP_MSG}
     import importlib.metadata
     s = _trl_settings(cfg, ctx.device)
-    mp = run_worker("minipods.measure.vs_trl:worker_minipods_step", s)
-    tr = run_worker("minipods.measure.vs_trl:worker_trl_step", s)
+    mp = run_worker("vs_trl:worker_minipods_step", s)
+    tr = run_worker("vs_trl:worker_trl_step", s)
     out = {"settings": s, "trl_version": importlib.metadata.version("trl"), "minipods": mp, "trl": tr}
     if "error" not in mp and "error" not in tr:
         out.update(time_ratio=ratio(tr["step_s"], mp["step_s"]),
@@ -228,3 +230,38 @@ def worker_trl_step(a: dict) -> dict:
     res.update(after_load_mb=load_mb, threads=torch.get_num_threads(),
                process_max_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return res
+
+
+def main(argv=None) -> int:
+    """The bench's flags; the table of rows_trl on stdout, the result as JSON in --output."""
+    import json
+    import os
+    import sys
+    from pathlib import Path
+
+    from minipods.cli import fail
+    from minipods.measure.bench import build_parser, config_from_args, validate
+    from minipods.measure.common import format_table, set_threads
+    from minipods.measure.config import Context
+    from minipods.model import default_device
+
+    args = build_parser("python scripts/vs_trl.py").parse_args(argv)
+    cfg = config_from_args(args)
+    try:
+        validate(cfg, None)
+        if (cfg.trl_prompts * cfg.trl_n) % cfg.micro_batch_size:
+            raise ValueError("--trl-prompts * --trl-n must be a multiple of --micro-batch-size")
+    except ValueError as e:
+        return fail("python scripts/vs_trl.py", e)
+    here = str(Path(__file__).resolve().parent)  # the workers import this file as `vs_trl`
+    os.environ["PYTHONPATH"] = os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    set_threads(cfg.threads)
+    r = part_trl(Context(device=default_device() if cfg.device == "auto" else cfg.device), cfg)
+    print(format_table(rows_trl(r)) + "\n\nnotes:\n" + "\n".join(f"- {n}" for n in r.get("notes", [])))
+    Path(args.output).write_text(json.dumps(r, indent=1, default=float))
+    print(f"\nwrote {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
