@@ -1,29 +1,20 @@
 """Performance benchmark: `python -m minipods.bench` (table on stdout, numbers in bench.json).
 
-PODS rests on an asymmetry (paper, Section 3): generating rollouts is cheap and parallel, updating
-on them is expensive and memory-bound, so generate n and update on m < n. These parts measure it:
+PODS rests on an asymmetry (paper, Section 3): generating rollouts is cheap and parallel, updating on
+them expensive and memory-bound, so generate n and update on m < n. The parts (PARTS, run in order,
+each `part(ctx, cfg) -> dict` with `rows(result)`; settings and shared context in config.py):
 
-  rollout  n completions of one prompt in one batched `generate` vs n single-sequence calls (tokens/s)
-           (phases.py); fast vs plain rollouts, this CPU's TFLOP/s and GB/s, a decode step vs its
-           roofline, each lever of the fast engine off alone (speed.py)
-  update   GRPO update time and peak memory for m = 2, 4, 8, 16 kept rollouts of one fixed set
-           (micro-batch fixed): time grows linearly with m, memory is bounded by the micro-batch
-           (phases.py); then grpo_update vs a plain PyTorch GRPO step on the same rows (speed.py)
-  logprob  chunked log-probs (grpo.token_logprobs) vs a full-vocabulary log-softmax
-           (grpo.naive_token_logprobs): peak memory of forward+backward, and their max abs difference
-  select   max_variance down-sampling time for n = 16 ... 1,000,000 and its log-log growth exponent
-  cuda     the paper recipe's update on a GPU (Qwen2.5-3B-Instruct 4-bit, LoRA r=64, m=16, 1024-token
-           sequences, gradient checkpointing, micro-batch 4, 8-bit AdamW): peak memory, s/update, "fits a
-           24 GB card", generation tokens/s (gpu.py); by default on the 3B architecture twin
-  costmodel  rollout s vs sequences generated, the update part's s vs kept: s/step of GRPO, PODS,
-           break-even (costmodel.py)
+  rollout    one batched generate of n vs n single calls; fast vs plain rollouts and the roofline (speed.py)
+  update     time and peak memory for m = 2, 4, 8, 16 kept of one fixed set (linear in m, memory capped
+             by the micro-batch); grpo_update's log-prob passes against each other (speed.py)
+  logprob    chunked vs full-vocabulary log-probs: peak memory of forward + backward, max abs difference
+  select     max_variance time for n = 16 ... 1,000,000 and its log-log growth exponent
+  cuda       the paper recipe's update and generation on a GPU (gpu.py; the 3B twin by default)
+  costmodel  rollout and update seconds as lines: s/step of GRPO and PODS, break-even (costmodel.py)
 
-Every part is `part(ctx, cfg) -> dict` with `rows(result) -> table rows` (PARTS); this module validates
-the settings (config.py), loads the model once, runs the chosen parts in a fixed order and collects
-their rows into one table. Memory (memory.py): CUDA's allocator, or the CPU allocator's own events.
-
-`--quick` sizes everything for a shared 2-core CPU and, unless --threads is given, uses 1 torch
-thread: with other jobs on the box, 2 OpenMP threads ran far slower than 1.
+Memory: memory.MemoryMeter (CUDA's allocator, or the CPU allocator's own events). `--quick` sizes
+everything for a shared 2-core CPU with 1 torch thread (2 OpenMP threads ran far slower there).
+TRL beside minipods: scripts/vs_trl.py.
 """
 
 from __future__ import annotations
@@ -128,12 +119,9 @@ def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, lo
 
 def meta(cfg: BenchConfig, device: str, parts: list[str], seconds: float) -> dict:
     import importlib.metadata as md
+    import importlib.util
 
-    def ver(d):
-        try:
-            return md.version(d)
-        except md.PackageNotFoundError:
-            return None
+    ver = lambda d: md.version(d) if importlib.util.find_spec(d) else None  # noqa: E731
     return {"config": asdict(cfg), "parts": parts, "device": device, "threads": torch.get_num_threads(),
             "cpu_count": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
             "versions": {d: ver(d) for d in ("torch", "transformers", "peft", "trl", "bitsandbytes")},

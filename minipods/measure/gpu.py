@@ -1,31 +1,23 @@
 """The paper recipe on one GPU: the bench's `cuda` part, and the planner against a CUDA peak.
 
 Paper (single-GPU setting): Qwen2.5-3B-Instruct in 4 bits (NF4 + double quantisation), LoRA r=64 on
-every linear layer, gradient checkpointing, 8-bit AdamW, 512 prompt + 512 completion tokens, m=16
-kept rollouts per prompt (n=64 generated). Both tools below load a recipe as training loads it
-(load_recipe), feed the update a random batch (recipe_batch, update_batch) and run it once to warm up (so the
-optimizer state exists, as from the second step on):
+every linear layer, gradient checkpointing, 8-bit AdamW, 512 + 512 tokens, m=16 kept of n=64. Both
+tools load a recipe as training does (load_recipe), feed the update random ids (recipe_batch,
+update_batch) and warm it up once (the optimizer state exists from the second step on):
 
-  `python -m minipods.bench --parts cuda` (part_cuda, in a fresh process: memory.run_worker)
-      one GRPO update on m sequences of `seq_tokens` tokens (every token real, half prompt, half
-      completion): seconds per update, peak allocated and reserved memory, whether it fits a 24 GB
-      card (reserved + 1 GiB headroom for the CUDA context); then n rollouts of one prompt in one
-      batched `generate` call: tokens/s. worker_cuda_recipe also runs on a CPU (a shrunk twin,
-      AdamW instead of the CUDA-only 8-bit optimiser) so that its code path is tested without a GPU.
-  `python -m minipods.measure.gpu --preset paper` (main, measure_phases)
-      the planner (minipods.measure.plan) predicts each phase's peak; this measures both phases of
-      the same recipe on the architecture twin of its model: the inference phase (the fast engine,
-      prompts of exactly max_prompt_tokens tokens, n rollouts each, gen_batch_size per call; a twin's
-      rollouts run to max_new_tokens, the planner's worst case) and the update phase (prompts x m
-      kept rows, micro-batches, the optimizer step). On CUDA a phase's peak is max_memory_allocated
-      (weights included); on a CPU (tests) the allocator's peak above what was held before
-      (memory.peak_allocated_bytes), beside the planner's peak less weights, adapter and optimizer.
+  `python -m minipods.bench --parts cuda` (part_cuda, worker_cuda_recipe in a fresh process): one
+      update on m sequences of `seq_tokens` real tokens: s/update, peak allocated and reserved
+      memory, "fits a 24 GB card" (reserved + 1 GiB for the CUDA context); n rollouts of one prompt
+      in one generate call: tokens/s. The worker also runs on a CPU (tests: a shrunk twin, AdamW).
+  `python -m minipods.measure.gpu --preset paper` (measure_phases): the planner's peak of each phase
+      beside the measured one, on the twin of the recipe's model: the inference phase (fast engine,
+      full-length prompts, n each, gen_batch_size per call) and the update (prompts x m rows). CUDA:
+      max_memory_allocated (weights included); CPU (tests): the allocator's peak above the start,
+      beside the planner's less weights, adapter and optimizer.
 
-The default model is the 3B *architecture twin* (`random:Qwen/Qwen2.5-3B-Instruct`,
-minipods.twins.arch): the real shapes with random weights, built offline. An update's memory and time
-do not depend on the weights (its tokens are random ids either way); a twin's rollouts never stop
-early (EOS is ~1 in 150k tokens), so generation runs the full length: the worst case of the real
-model. scripts/gpu_check.sh runs both.
+The default model is the 3B *architecture twin* (minipods.twins.arch): real shapes, random weights,
+built offline. An update's memory and time do not depend on the weights, and a twin's rollouts never
+stop early (EOS is ~1 in 150k tokens): the real model's worst case. scripts/gpu_check.sh runs both.
 """
 
 from __future__ import annotations
