@@ -4,9 +4,6 @@ No timing is asserted (the machine may be shared); only structure and numbers th
 
 import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,7 +20,6 @@ from minipods.twins.tiny import tiny_policy
 
 from conftest import load_script
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_fit_power_law_recovers_known_exponent():
@@ -178,12 +174,11 @@ def test_unknown_part_is_an_error(capsys):
     assert "unknown part" in capsys.readouterr().err
 
 
-def test_cli_select_quick_writes_bench_json(tmp_path):
+def test_cli_select_quick_writes_bench_json(tmp_path, capsys):
     out = tmp_path / "bench.json"
-    cmd = [sys.executable, "-m", "minipods.bench", "--parts", "select", "--quick", "--output", str(out)]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert "| part" in proc.stdout and "growth exponent" in proc.stdout
+    assert bench.main(["--parts", "select", "--quick", "--output", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    assert "| part" in stdout and "growth exponent" in stdout
     data = json.loads(out.read_text())
     assert set(data) == {"meta", "parts", "table", "rows", "notes"}
     assert data["meta"]["parts"] == ["select"] and data["meta"]["threads"] == 1
@@ -277,8 +272,8 @@ def test_bad_arguments_exit_2_with_one_line(argv, says, capsys):
     assert err.count("\n") == 1 and err.startswith("python -m minipods.bench: error: ") and says in err
 
 
-def test_cli_bad_number_is_one_line_without_traceback():
-    cmd = [sys.executable, "-m", "minipods.bench", "--parts", "select", "--repeats", "1.5"]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.splitlines() == ["python -m minipods.bench: error: argument --repeats: invalid int value: '1.5'"]
+def test_cli_bad_number_is_one_line_without_traceback(capsys):
+    assert bench.main(["--parts", "select", "--repeats", "1.5"]) == 2
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err.splitlines() == ["python -m minipods.bench: error: argument --repeats: invalid int value: '1.5'"]

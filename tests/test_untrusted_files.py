@@ -11,7 +11,6 @@ import os
 import pickle
 import random
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -20,8 +19,7 @@ import torch
 import minipods.evaluate as ev
 import minipods.train as T
 from minipods import checkpoint as ck
-from minipods.analysis.results import read_rows
-from test_faults import run, strip
+from test_faults import run
 from test_faults import tiny_cfg as faults_cfg
 
 
@@ -48,9 +46,14 @@ def snapshot(folder):
 
 
 def cli(module, *args):
-    env = dict(os.environ, PYTHONPATH=os.getcwd(), OMP_NUM_THREADS="1")
-    return subprocess.run([sys.executable, "-m", module, *map(str, args)], capture_output=True, text=True, env=env,
-                          timeout=300)
+    """`python -m module args`, run in this process through the module's main(argv)."""
+    import contextlib
+    import importlib
+    import io
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = importlib.import_module(module).main([str(a) for a in args])
+    return subprocess.CompletedProcess(module, rc, "", err.getvalue())
 
 
 @pytest.fixture(scope="module")
