@@ -1,27 +1,24 @@
 """The planner's measured terms: what a phase holds beyond its weights, and how the parts combine.
 
-What a phase holds beyond the weights (minipods.measure.footprint counts those) depends on the code
-that runs, so it is measured, never derived by hand (scripts/measure_terms.py measures it: the
-model's architecture built shallow, loaded exactly as training loads it, run on small batches on a
-CPU with the exact meters of minipods.measure.memory). Each quantity is fitted, per row of R tokens,
-as  a * R + b * R^2  (the R^2 part is the attention mask, a row's (R x R) pairs) plus, for the saved
-activations, the same again per layer:
+What a phase holds beyond the weights (footprint.py counts those) depends on the code that runs, so it
+is measured (scripts/measure_terms.py: the architecture built shallow, loaded as training loads it,
+run on a CPU under memory.py's exact meters), never derived by hand. Per row of R tokens each term is
+a R + b R^2 (R^2: the attention mask's pairs), and the saved activations the same again per layer L:
 
   update (one micro-batch of `rows` rows)
-    saved        rows * (R (tok + L tok_layer) + R^2 (pair + L pair_layer))    peak_saved_bytes
-    working set  work_0 + rows (R work_tok + R^2 work_pair)                    allocated - saved: with
-                 checkpointing one layer recomputed, gradient buffers, dequantised 4-bit weights
-    log-prob     LOGPROB_BUFFERS float32 (chunk x vocab) tensors, in the chunk's backward
-    peak         saved + max(working set, log-prob buffer) (they are never alive at once)
+    saved        rows (R (tok + L tok_layer) + R^2 (pair + L pair_layer))   (peak_saved_bytes)
+    working set  work_0 + rows (R work_tok + R^2 work_pair)    allocated - saved: one layer recomputed
+                 (checkpointing), gradient buffers, dequantised 4-bit weights
+    log-prob     LOGPROB_BUFFERS float32 (chunk x vocab) tensors in the chunk's backward
+    peak         saved + max(working set, log-prob buffer): never alive at once
   generation
-    KV cache     from the config (footprint.kv_bytes), in the dtype measured (float32 for a 4-bit
-                 model: its float32 embedding makes the residual stream float32)
-    prefill      prefill_0 + prompts (P prefill_tok + P^2 prefill_pair) while the shared prompts run
-    decode       the larger moment: inside a layer (one layer's prompt keys/values copied to the rows
-                 + decode_0: dequantised weights, the token's activations) or at the LM head
-                 (DECODE_BUFFERS float32 (rows x vocab) tensors: logits, their copy, the sampler's)
+    KV cache     counted (footprint.kv_bytes) in the dtype measured (float32 for 4-bit: its float32
+                 embedding makes the residual stream float32)
+    prefill      prefill_0 + prompts (P prefill_tok + P^2 prefill_pair)
+    decode       the larger moment: inside a layer (one layer's prompt keys/values copied to the rows +
+                 decode_0) or at the LM head (DECODE_BUFFERS float32 (rows x vocab) tensors)
 
-STORED holds the terms of the known models with the command that measured them.
+STORED_* hold the known models' terms, with the command that measured them.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
-"""What every part of `python -m minipods.bench` is given: the settings and the shared context.
-
-BenchConfig holds every setting (one flag each); QUICK is what `--quick` lays over the defaults.
-Context holds what the in-process parts share (model, tokenizer, device, one fixed set of rollouts);
-fixed_rollouts makes that set once, updater times one GRPO update on its first m rollouts.
+"""What every part of `python -m minipods.bench` is given: the settings (BenchConfig, one flag each;
+QUICK is what `--quick` lays over them) and the shared context (model, tokenizer, device, one fixed set
+of rollouts made once by fixed_rollouts; updater times one GRPO update on its first m).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 
@@ -20,13 +18,13 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 @dataclass
 class BenchConfig:
     """What every part measures (speed_*: speed.py); `--quick` lays QUICK over these defaults, flags over both."""
-    model: str = setting("smollm2-135m-instruct", "model for rollout/update/logprob/trl (offline default)")
+    model: str = setting("smollm2-135m-instruct", "model of the in-process parts and beside TRL (offline default)")
     dtype: str = setting("auto", "auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16 | float16")
     threads: int = setting(0, "torch threads (0: torch's default; --quick: 1)")
     device: str = setting("auto", "auto | cpu | cuda")
     quick: bool = setting(False, "small sizes for a shared CPU (a few minutes), 1 thread")
     seed: int = setting(0, "seed of the prompts, sampling and LoRA init")
-    lora_r: int = setting(64, "LoRA rank (rollout/update/logprob/trl)")
+    lora_r: int = setting(64, "LoRA rank (in-process parts, beside TRL)")
     lora_alpha: int = setting(64, "LoRA alpha")
     n: int = setting(16, "rollouts per prompt (the fixed set the update and logprob parts reuse)")
     max_new_tokens: int = setting(128, "rollout length in tokens (quick: 64)")
@@ -38,9 +36,9 @@ class BenchConfig:
                                       "training default, 512 (quick: 64)")
     select_sizes: list[int] = setting([16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1_000_000],
                                       "n values for the select part")
-    trl_prompts: int = setting(4, "prompts per step in the trl part (quick: 2)")
-    trl_n: int = setting(8, "generations per prompt in the trl part (quick: 4)")
-    trl_max_new_tokens: int = setting(128, "completion length in the trl part (quick: 32)")
+    trl_prompts: int = setting(4, "prompts per step beside TRL (scripts/vs_trl.py; quick: 2)")
+    trl_n: int = setting(8, "generations per prompt beside TRL (quick: 4)")
+    trl_max_new_tokens: int = setting(128, "completion length beside TRL (quick: 32)")
     cuda_model: str = setting("random:Qwen/Qwen2.5-3B-Instruct", "model of the cuda part: the paper's 3B as its "
                               "architecture twin (real shapes, random weights, offline); or the hub id")
     cuda_m: int = setting(16, "kept rollouts per prompt in the cuda part (the paper's m)")
@@ -63,10 +61,8 @@ QUICK = dict(max_new_tokens=64, repeats=1, logprob_batch=4, logprob_chunk=64,
              select_sizes=[16, 256, 4096, 65536, 1_000_000], trl_prompts=2, trl_n=4, trl_max_new_tokens=32,
              cuda_gen_n=16, cuda_gen_tokens=128, speed_max_new_tokens=32, speed_rounds=1)
 
-POSITIVE = ("n", "max_new_tokens", "micro_batch_size", "repeats", "lora_r", "lora_alpha", "logprob_batch",
-            "logprob_chunk", "trl_prompts", "trl_n", "trl_max_new_tokens", "cuda_m", "cuda_seq_tokens",
-            "cuda_prompts", "cuda_gen_n", "cuda_gen_tokens", "speed_prompts", "speed_n", "speed_m", "speed_max_new_tokens",
-            "speed_rounds", "speed_update_rounds")  # settings that must be >= 1
+POSITIVE = tuple(f.name for f in fields(BenchConfig)  # settings that must be >= 1
+                 if f.type == "int" and f.name not in ("threads", "seed"))
 
 
 # ---------------------------------------------------------------- the shared context

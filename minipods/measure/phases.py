@@ -1,12 +1,10 @@
 """The bench's parts on one model: rollout throughput, update cost against m, log-prob memory, selection time.
 
-PODS's asymmetry (paper, Section 3) measured on one fixed set of n rollouts (config.fixed_rollouts):
-how much cheaper one batched generate is than n single calls, how the update's time and memory grow
-with the m rollouts it keeps, what chunked log-probs save over a full-vocabulary log-softmax, and how
-max-variance selection's time grows with n (one sort plus a scan: O(n log n), a log-log slope near 1
-once fixed per-call overhead stops dominating). The rollout and update parts end with their
-fast-vs-plain halves (speed.py). Memory comes from memory.MemoryMeter, in runs apart from the timed
-ones (the CPU meter records every op).
+PODS's asymmetry (paper, Section 3) on one fixed set of n rollouts (config.fixed_rollouts): one batched
+generate against n single calls, the update's time and memory against the m it keeps, chunked
+log-probs against a full-vocabulary log-softmax, and max-variance selection's time against n (one
+sort and a scan: a log-log slope near 1). The rollout and update parts end with speed.py's halves;
+memory runs (memory.MemoryMeter) are apart from the timed ones.
 """
 
 from __future__ import annotations
