@@ -216,10 +216,6 @@ def set_rng_state(st: dict) -> None:
 
 # ---------------------------------------------------------------- checkpoints
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
-# A trainer.pt written before plain RNG values held np.random's key as a pickled numpy array: only
-# numpy's array constructors are let through for it (data, no code), under either numpy's module name.
-LEGACY_GLOBALS = {"numpy._core.multiarray._reconstruct", "numpy.core.multiarray._reconstruct", "numpy.ndarray",
-                  "numpy.dtype"}
 
 
 @contextlib.contextmanager
@@ -330,39 +326,23 @@ def _read_state(path: Path) -> dict:
 
 def load_trainer(path: Path) -> dict:
     """trainer.pt as {optimizer, rng}, never running code from it: its pickle is scanned first (the scan
-    runs nothing), a file that names any class or function is refused (only numpy's array constructors,
-    for the earlier format's numpy RNG key), then it loads with weights_only=True."""
+    runs nothing), a file that names any class or function is refused, then it loads with weights_only=True."""
     try:
         names = set(torch.serialization.get_unsafe_globals_in_checkpoint(path))
     except Exception as e:  # noqa: BLE001 - not a torch.save zip file (a raw pickle, a torn or foreign file)
         raise Refused(f"{path} is not a readable torch.save file ({type(e).__name__})") from None
-    if not names <= LEGACY_GLOBALS:
-        raise Refused(f"{path} holds pickled Python objects ({', '.join(sorted(names - LEGACY_GLOBALS))}), not "
+    if names:
+        raise Refused(f"{path} holds pickled Python objects ({', '.join(sorted(names))}), not "
                       "plain tensors; minipods loads nothing from it")
-    allowed = [np.ndarray, np.dtype, type(np.dtype(np.uint32)), *_array_constructors(names)] if names else []
     try:
-        with torch.serialization.safe_globals(allowed):
-            trainer = torch.load(path, weights_only=True, map_location="cpu")
-    except Exception as e:  # noqa: BLE001 - torn data, or a numpy array of another kind than the RNG key
+        trainer = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as e:  # noqa: BLE001 - torn data
         raise Refused(f"{path} is not a readable trainer state ({type(e).__name__}: {_first_line(e)})") from None
     try:
-        if isinstance(trainer["rng"]["numpy"], tuple):  # the earlier format: convert to plain values
-            kind, key, pos, has_gauss, cached = trainer["rng"]["numpy"]
-            if not (isinstance(key, np.ndarray) and key.dtype == np.uint32):
-                raise TypeError("numpy RNG key is not a uint32 array")
-            trainer["rng"]["numpy"] = {"kind": kind, "key": key.tolist(), "pos": pos, "has_gauss": has_gauss,
-                                       "cached_gaussian": cached}
-            version, internal, gauss_next = trainer["rng"]["python"]
-            trainer["rng"]["python"] = {"version": version, "internal": list(internal), "gauss_next": gauss_next}
         _check_trainer(trainer)
     except (TypeError, KeyError, ValueError, IndexError) as e:
         raise Refused(f"{path} is not a minipods trainer state ({type(e).__name__}: {e})") from None
     return trainer
-
-
-def _array_constructors(names: set[str]) -> list:
-    core = getattr(np, "_core", None) or np.core  # numpy 2 renamed numpy.core; pickles name either
-    return [(core.multiarray._reconstruct, name) for name in names if name.endswith("._reconstruct")]
 
 
 def _check_trainer(trainer: dict) -> None:

@@ -1,33 +1,20 @@
 """Performance benchmark: `python -m minipods.bench` (table on stdout, numbers in bench.json).
 
-PODS rests on an asymmetry (paper, Section 3): generating rollouts is cheap and parallel, updating
-on them is expensive and memory-bound, so generate n and update on m < n. These parts measure it:
+PODS rests on an asymmetry (paper, Section 3): generating rollouts is cheap and parallel, updating on
+them expensive and memory-bound, so generate n and update on m < n. The parts (PARTS, run in order,
+each `part(ctx, cfg) -> dict` with `rows(result)`; settings and shared context in config.py):
 
-  rollout  n completions of one prompt in one batched `generate` vs n single-sequence calls (tokens/s)
-           (phases.py); fast vs plain rollouts, this CPU's TFLOP/s and GB/s, a decode step vs its
-           roofline (speed.py)
-  update   GRPO update time and peak memory for m = 2, 4, 8, 16 kept rollouts of one fixed set
-           (micro-batch fixed): time grows linearly with m, memory is bounded by the micro-batch
-           (phases.py); then grpo_update vs a plain PyTorch GRPO step on the same rows (speed.py)
-  logprob  chunked log-probs (grpo.token_logprobs) vs a full-vocabulary log-softmax
-           (grpo.naive_token_logprobs): peak memory of forward+backward, and their max abs difference
-  select   max_variance down-sampling time for n = 16 ... 1,000,000 and its log-log growth exponent
-           (selection.py)
-  trl      one warm GRPO step of minipods beside one of trl.GRPOTrainer, same settings (vs_trl.py)
-  cuda     the paper recipe's update on a GPU (Qwen2.5-3B-Instruct 4-bit, LoRA r=64, m=16, 1024-token
-           sequences, gradient checkpointing, micro-batch 4, 8-bit AdamW): peak memory, s/update, "fits a
-           24 GB card", generation tokens/s (cuda_recipe.py); by default on the 3B architecture twin
-  costmodel  rollout s vs sequences generated, update s vs kept: s/step of GRPO, PODS, break-even (costmodel.py)
+  rollout    one batched generate of n vs n single calls; fast vs plain rollouts and the roofline (speed.py)
+  update     time and peak memory for m = 2, 4, 8, 16 kept of one fixed set (linear in m, memory capped
+             by the micro-batch); grpo_update's log-prob passes against each other (speed.py)
+  logprob    chunked vs full-vocabulary log-probs: peak memory of forward + backward, max abs difference
+  select     max_variance time for n = 16 ... 1,000,000 and its log-log growth exponent
+  cuda       the paper recipe's update and generation on a GPU (gpu.py; the 3B twin by default)
+  costmodel  rollout and update seconds as lines: s/step of GRPO and PODS, break-even (costmodel.py)
 
-This module only dispatches: it validates the settings (config.py), loads the model once, runs the
-chosen parts in a fixed order and collects their rows into one table.
-
-Memory (memory.py): CUDA's peak allocated bytes, or the peak RSS of a phase on CPU. The CPU numbers of
-the update and logprob parts come from a fresh worker process with the allocator in exact mode
-(bench_memory.py), their times from separate runs with the normal allocator.
-
-`--quick` sizes everything for a shared 2-core CPU and, unless --threads is given, uses 1 torch
-thread: with other jobs on the box, 2 OpenMP threads ran far slower than 1.
+Memory: memory.MemoryMeter (CUDA's allocator, or the CPU allocator's own events). `--quick` sizes
+everything for a shared 2-core CPU with 1 torch thread (2 OpenMP threads ran far slower there).
+TRL beside minipods: scripts/vs_trl.py.
 """
 
 from __future__ import annotations
@@ -44,19 +31,22 @@ from pathlib import Path
 import torch
 
 from minipods.cli import Parser, add_dataclass_args, fail, overrides
-from minipods.measure import costmodel, cuda_recipe, phases, selection, speed, vs_trl
+from minipods.measure import costmodel, gpu, phases
 from minipods.measure.common import format_table, set_threads
 from minipods.measure.config import DTYPES, POSITIVE, QUICK, BenchConfig, Context
 
-PARTS = ("rollout", "update", "logprob", "select", "trl", "cuda", "costmodel")
+PARTS = {"rollout": (phases.part_rollout, phases.rows_rollout), "update": (phases.part_update, phases.rows_update),
+         "logprob": (phases.part_logprob, phases.rows_logprob), "select": (phases.part_select, phases.rows_select),
+         "cuda": (gpu.part_cuda, gpu.rows_cuda),
+         "costmodel": (costmodel.part_costmodel, costmodel.rows_costmodel)}  # run in this order
 MODEL_PARTS = ("rollout", "update", "logprob", "costmodel")  # parts that use the in-process model
 
 NOTES = {
     "rollout": "batched/sequential: one generate call decodes all n sequences per forward pass, so the weights are "
                "read once per step for n tokens; why generating many rollouts is cheap (PODS's premise)",
     "update": "update time grows ~linearly with the m kept rollouts (never with the n generated); peak memory is "
-              "set by the micro-batch, so it stops growing once m >= micro-batch (memory: a fresh worker process "
-              "in exact allocator mode; times: separate runs here, normal allocator)",
+              "set by the micro-batch, so it stops growing once m >= micro-batch (memory: runs apart from the timed "
+              "ones)",
     "logprob": "naive materialises (batch x length x vocab) logits and their log-softmax for backward; the chunked "
                "version keeps only (chunk x vocab) at a time and recomputes it in backward. Without checkpointing the "
                "backbone's activations dominate a small model's peak; with it (the paper recipe) the logits do",
@@ -65,29 +55,14 @@ NOTES = {
 }
 
 
-def _part(name: str):
-    """(run(ctx, cfg) -> results, rows(results) -> table rows) of one part."""
-    if name == "trl":
-        return (lambda ctx, cfg: vs_trl.part_trl(cfg, ctx.device)), vs_trl.rows_trl
-    if name == "cuda":
-        return (lambda ctx, cfg: cuda_recipe.part_cuda(cfg)), cuda_recipe.rows_cuda
-    if name == "costmodel":
-        return costmodel.PART  # (part_costmodel, rows_costmodel)
-    if name == "select":
-        return (lambda ctx, cfg: selection.part_select(cfg.select_sizes, cfg.seed, cfg.quick)), selection.rows_select
-    if name == "logprob":
-        return phases.part_logprob, phases.rows_logprob
-    pairs = {"rollout": (phases.part_rollout, phases.rows_rollout), "update": (phases.part_update, phases.rows_update)}
-    return speed.with_speed(name, *pairs[name])  # the part's own rows, then its fast-vs-plain half (speed.py)
-
-
 def validate(cfg: BenchConfig, parts: list[str]) -> None:
-    """Raise ValueError (one line, naming the flag) for settings no part can run with, before any loading."""
+    """Raise ValueError (one line, naming the flag) for settings no part can run with, before any loading
+    (parts=None: the settings alone)."""
     def need(ok: bool, msg: str):
         if not ok:
             raise ValueError(msg)
-    bad = [p for p in parts if p not in PARTS]
-    need(parts and not bad, f"unknown part(s) {bad or parts}; expected some of {', '.join(PARTS)}")
+    bad = [p for p in parts or () if p not in PARTS]
+    need(parts is None or (parts and not bad), f"unknown part(s) {bad or parts}; expected some of {', '.join(PARTS)}")
     need(cfg.dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}, got {cfg.dtype!r}")
     need(cfg.device in ("auto", "cpu") or cfg.device.startswith("cuda"), f"--device must be auto, cpu or cuda[:N], "
          f"got {cfg.device!r}")
@@ -97,12 +72,11 @@ def validate(cfg: BenchConfig, parts: list[str]) -> None:
     for k in ("m_values", "select_sizes"):
         v = getattr(cfg, k)
         need(bool(v) and min(v) >= 1, f"--{k.replace('_', '-')} must be positive integers, got {v}")
+    parts = parts or ()
     if "update" in parts or "costmodel" in parts:
         need(len([m for m in cfg.m_values if m <= cfg.n]) >= 2,
              f"the {'update' if 'update' in parts else 'costmodel'} part needs >= 2 --m-values <= --n={cfg.n}, got {cfg.m_values}")
-    if "trl" in parts:
-        need((cfg.trl_prompts * cfg.trl_n) % cfg.micro_batch_size == 0,
-             "--trl-prompts * --trl-n must be a multiple of --micro-batch-size")
+
 
 
 def _load(ctx: Context, cfg: BenchConfig, model, tokenizer, log) -> None:
@@ -113,7 +87,6 @@ def _load(ctx: Context, cfg: BenchConfig, model, tokenizer, log) -> None:
         log(f"loading {cfg.model} ({cfg.dtype}) ...")
         model, tokenizer = load_policy(cfg.model, dtype=cfg.dtype, device=ctx.device, lora_r=cfg.lora_r,
                                        lora_alpha=cfg.lora_alpha)
-        ctx.by_name = True
     ctx.model, ctx.tok = model, tokenizer
     ctx.device = str(next(model.parameters()).device)
     # one GSM8K-style prompt: a seeded synthetic word problem (no data download)
@@ -129,31 +102,26 @@ def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, lo
     set_threads(cfg.threads)
     device = default_device() if cfg.device == "auto" else cfg.device
     t_start = time.perf_counter()
-    ctx = Context(device=device, parts=tuple(parts))
+    ctx = Context(device=device)
     if any(p in MODEL_PARTS for p in parts):
         _load(ctx, cfg, model, tokenizer, log)
     results: dict = {}
     for part in parts:
         log(f"[{part}] ...")
         t0 = time.perf_counter()
-        results[part] = _part(part)[0](ctx, cfg)
+        results[part] = PARTS[part][0](ctx, cfg)
         results[part]["part_s"] = time.perf_counter() - t0
-    rows = [row for part in parts for row in _part(part)[1](results[part])]
+    rows = [row for part in parts for row in PARTS[part][1](results[part])]
     notes = [f"{p}: {NOTES[p]}" for p in parts if p in NOTES]
-    if "trl" in parts and "notes" in results["trl"]:
-        notes += [f"trl: {n}" for n in results["trl"]["notes"]]
     return {"meta": meta(cfg, device, parts, time.perf_counter() - t_start), "parts": results,
             "table": format_table(rows), "rows": rows, "notes": notes}
 
 
 def meta(cfg: BenchConfig, device: str, parts: list[str], seconds: float) -> dict:
     import importlib.metadata as md
+    import importlib.util
 
-    def ver(d):
-        try:
-            return md.version(d)
-        except md.PackageNotFoundError:
-            return None
+    ver = lambda d: md.version(d) if importlib.util.find_spec(d) else None  # noqa: E731
     return {"config": asdict(cfg), "parts": parts, "device": device, "threads": torch.get_num_threads(),
             "cpu_count": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
             "versions": {d: ver(d) for d in ("torch", "transformers", "peft", "trl", "bitsandbytes")},
@@ -165,9 +133,9 @@ def meta(cfg: BenchConfig, device: str, parts: list[str], seconds: float) -> dic
 PROG = "python -m minipods.bench"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     """The bench-only flags, then one flag per BenchConfig field (cli.add_dataclass_args)."""
-    p = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = Parser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("--parts", default=",".join(PARTS),
                    help="comma-separated subset of: " + ", ".join(PARTS) + " (default: all)")
     p.add_argument("--quick", action="store_true", help="small sizes for a shared CPU (a few minutes), 1 thread")

@@ -1,25 +1,17 @@
 """Speed of the two PODS phases against their plain versions, and this machine's limits.
 
-Paper (Section 3): PODS assumes the inference phase is cheap next to the update. That holds only
-if the rollout code runs near what the hardware allows; these measurements say how near. They are
-the second half of `python -m minipods.bench`'s rollout and update parts (measure/bench.py registers
-them with `with_speed`), at the --small preset's shape (4 prompts x n=8, 64 new tokens, T=0.7, m=4):
+Paper (Section 3): PODS assumes the inference phase is cheap next to the update; that holds only if
+the rollout code runs near what the hardware allows. The second half of `python -m minipods.bench`'s
+rollout and update parts (phases.py calls them), at the --small shape (4 prompts x n=8, 64 new
+tokens, T=0.7, m=4; its policy: `--dtype bfloat16 --lora-r 16 --lora-alpha 32`):
 
-  rollout  the fast engine's generate_rollouts (minipods.fast.rollouts: shared prefill, inverse-CDF
-           sampler, folded adapter, oneDNN packed weights, in-place KV cache) vs a plain
-           `model.generate(do_sample=True)` on the n-times repeated prompts: real tokens/s of each
-           and their ratio, measured alternately in one process (robust to a shared machine's
-           load). Also this machine's matmul TFLOP/s (bf16, fp32) and memory GB/s (small
-           microbenchmarks), the roofline time of one decode step at the measured shape
-           (weights + KV cache read / GB/s vs FLOPs / TFLOP/s, the larger) and the achieved time
-           per decode step as "N x the limit"; then each switchable lever turned off alone.
-  update   grpo_update with the shared-prompt pass (logprob_fn=fast.update.shared_logprobs: each
-           distinct prompt run once per micro-batch) vs a plain PyTorch GRPO step on the same rows
-           (forward each [prompt | completion] row, full log_softmax, gather, backward), and vs
-           grpo_update's plain pass (logprob_fn=None, every row in full): seconds and ratios.
-
-The model is the bench's (--model, --dtype, --lora-r, --lora-alpha): the --small preset's policy is
-`--dtype bfloat16 --lora-r 16 --lora-alpha 32`.
+  rollout  the fast engine's generate_rollouts vs the plain reference (HF `generate` on the n-times
+           repeated prompts), alternating in one process: tokens/s and their ratio; this machine's
+           matmul TFLOP/s and memory GB/s; one decode step's roofline limit (weights + KV cache read
+           at the measured GB/s vs its FLOPs at the measured TFLOP/s, the larger) and the achieved
+           step as "N x the limit" (scripts/decode_step.py takes the step apart)
+  update   grpo_update with the shared-prompt pass (fast.update.shared_logprobs) vs its plain pass
+           (every row in full) vs a plain PyTorch step (full-vocabulary log_softmax): seconds, ratios
 """
 
 from __future__ import annotations
@@ -30,6 +22,8 @@ import torch
 
 from minipods.fast.inference import PackedLinear, folded_copy
 from minipods.measure.common import best_seconds, fmt_s, fmt_x
+from minipods.measure.footprint import kv_shape
+from minipods.model import base_model_of
 
 
 # ---------------------------------------------------------------- machine limits
@@ -75,8 +69,7 @@ def decode_roofline(model, batch: int, context: float, limits: dict) -> dict:
     of the blocks and the LM head as stored (float32 in an upcast copy; LoRA factors left out, as a
     folded copy has none); KV cache in the embeddings' dtype; FLOPs at the TFLOP/s of the head's
     dtype (the matmuls' dtype)."""
-    cfg = model.config
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    cfg, base = model.config, base_model_of(model)
     blocks = base.get_decoder().layers
     mats = [t for n, t in list(blocks.named_parameters()) + list(blocks.named_buffers())
             if t.dim() == 2 and "lora_" not in n]
@@ -84,11 +77,9 @@ def decode_roofline(model, batch: int, context: float, limits: dict) -> dict:
     head = base.get_output_embeddings().weight
     n_w = sum(t.numel() for t in mats) + packed + head.numel()
     w_bytes = sum(t.numel() * t.element_size() for t in mats) + 4 * packed + head.numel() * head.element_size()
-    heads = cfg.num_attention_heads
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
-    bytes_read, flops = decode_step_cost(n_w, w_bytes, batch, cfg.num_hidden_layers, heads,
-                                         getattr(cfg, "num_key_value_heads", heads) or heads, head_dim, context,
-                                         base.get_input_embeddings().weight.element_size())
+    layers, kv_heads, head_dim = kv_shape(cfg)
+    bytes_read, flops = decode_step_cost(n_w, w_bytes, batch, layers, cfg.num_attention_heads, kv_heads, head_dim,
+                                         context, base.get_input_embeddings().weight.element_size())
     dtype = "fp32" if head.dtype == torch.float32 else "bf16"
     return {"batch": batch, "context": context, "weight_mb": w_bytes / 2 ** 20, "kv_mb": (bytes_read - w_bytes) / 2 ** 20,
             "gflop": flops / 1e9, "matmul_dtype": dtype,
@@ -108,10 +99,9 @@ def plain_generate(model, tok, prompts: list[str], n: int, max_new_tokens: int, 
 
 
 def rollout_speed(model, tok, prompts: list[str], n: int = 8, max_new_tokens: int = 64, temperature: float = 0.7,
-                  rounds: int = 2, seed: int = 0, limits: dict | None = None, ablate: bool = True) -> dict:
+                  rounds: int = 2, seed: int = 0, limits: dict | None = None) -> dict:
     """The fast engine's generate_rollouts vs plain_generate at one shape, alternating `rounds` times
-    (each after a short warm-up); tokens/s are total real tokens over total seconds of each side.
-    ablate: also lever_ablation (each lever off alone) at the same shape."""
+    (each after a short warm-up); tokens/s are total real tokens over total seconds of each side."""
     from minipods.fast.rollouts import generate_rollouts
 
     generate_rollouts(model, tok, prompts[:1], 2, max_new_tokens=4, temperature=temperature)  # warm-up
@@ -142,36 +132,7 @@ def rollout_speed(model, tok, prompts: list[str], n: int = 8, max_new_tokens: in
             "ratio": f["tokens_per_s"] / p["tokens_per_s"],
             "fast_parts_s": {k: sum(m[k] for m in meta) / len(meta) for k in ("fold_s", "prefill_s", "decode_s")},
             "levers": {k: meta[0][k] for k in ("folded", "shared_prefill", "packed", "fused_siblings", "grown_in_place")},
-            "limits": limits, "roofline": roof, "decode_step_s": step_s, "x_limit": step_s / roof["limit_s"],
-            "levers_alone": lever_ablation(model, tok, prompts, n, max_new_tokens, temperature, rounds, seed)
-            if ablate else {}}
-
-
-LEVERS = {"all levers": {}, "without the oneDNN packed weights": {"pack_weights": False},
-          "without the fused q/k/v and gate/up": {"fuse_siblings": False},
-          "without the in-place KV cache": {"grow_in_place": False},
-          "without the folded copy (nor packing)": {"fold_adapter": False}}
-
-
-def lever_ablation(model, tok, prompts: list[str], n: int, max_new_tokens: int, temperature: float,
-                   rounds: int = 2, seed: int = 0) -> dict:
-    """Each switchable lever of the fast engine turned off alone (LEVERS), alternating with the
-    others `rounds` times at one shape: seconds per decode step and real tokens/s of each."""
-    from minipods.fast.rollouts import generate_rollouts
-
-    out = {k: {"decode_s": 0.0, "steps": 0, "seconds": 0.0, "tokens": 0} for k in LEVERS}
-    for r in range(rounds):
-        for name, kw in LEVERS.items():
-            torch.manual_seed(seed + r)
-            ro = generate_rollouts(model, tok, prompts, n, max_new_tokens=max_new_tokens, temperature=temperature,
-                                   batch_size=len(prompts) * n, **kw)
-            o = out[name]
-            o["decode_s"] += ro.meta["decode_s"]
-            o["steps"] += ro.meta["steps"]
-            o["seconds"] += ro.seconds
-            o["tokens"] += ro.num_tokens
-    return {k: {"decode_step_s": o["decode_s"] / o["steps"], "tokens_per_s": o["tokens"] / o["seconds"]}
-            for k, o in out.items()}
+            "limits": limits, "roofline": roof, "decode_step_s": step_s, "x_limit": step_s / roof["limit_s"]}
 
 
 def rows_rollout_speed(r: dict) -> list[list[str]]:
@@ -189,67 +150,35 @@ def rows_rollout_speed(r: dict) -> list[list[str]]:
         ["rollout", f"decode step limit (batch {roof['batch']}, context {roof['context']:.0f}, {roof['matmul_dtype']} matmuls)",
          f"{fmt_s(roof['limit_s'])} ({roof['bound']}-bound: {roof['weight_mb'] + roof['kv_mb']:.0f} MB read "
          f"= {fmt_s(roof['memory_s'])}, {roof['gflop']:.1f} GFLOP = {fmt_s(roof['compute_s'])})"],
-        ["rollout", "achieved decode step", f"{fmt_s(r['decode_step_s'])} = {r['x_limit']:.1f} x the limit"],
-    ] + [["rollout", f"levers: {k}", f"{fmt_s(v['decode_step_s'])}/decode step, {v['tokens_per_s']:.1f} tok/s"]
-         for k, v in r.get("levers_alone", {}).items()]
+        ["rollout", "achieved decode step", f"{fmt_s(r['decode_step_s'])} = {r['x_limit']:.1f} x the limit"]]
 
 
 # ---------------------------------------------------------------- update: fast vs plain GRPO step
-def plain_grpo_step(model, optimizer, batch, advantages: torch.Tensor, micro_batch_size: int = 4,
-                    temperature: float = 1.0, max_grad_norm: float | None = 1.0) -> float:
-    """The baseline GRPO step (one epoch, beta = 0): per micro-batch, forward every [prompt |
-    completion] row, full-vocabulary log_softmax, gather, the token-averaged surrogate, backward;
-    then clip and step. Returns the loss."""
-    from minipods.grpo import grpo_loss, naive_token_logprobs
-
-    num_tokens = max(int(batch.completion_mask.sum()), 1)
-    model.train()
-    optimizer.zero_grad(set_to_none=True)
-    total = 0.0
-    for s in range(0, len(batch), micro_batch_size):
-        mb = batch.select(list(range(s, min(s + micro_batch_size, len(batch)))))
-        logp = naive_token_logprobs(model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask,
-                                    temperature)
-        loss, _ = grpo_loss(logp, logp.detach(), advantages[s:s + micro_batch_size], mb.completion_mask.to(logp.device),
-                            num_tokens)
-        loss.backward()
-        total += loss.item()
-    params = [p for p in model.parameters() if p.requires_grad]
-    torch.nn.utils.clip_grad_norm_(params, max_grad_norm or float("inf"))
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    return total
+def _naive_logprobs(model, mb, temperature, chunk_tokens):
+    """grpo_update's logprob_fn for the plain step: each row in full, a full-vocabulary log_softmax."""
+    from minipods.grpo import naive_token_logprobs
+    return naive_token_logprobs(model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask,
+                                temperature)
 
 
 def update_speed(model, batch, micro_batch_size: int = 4, temperature: float = 0.7, rounds: int = 2) -> dict:
-    """Seconds per update on `batch` (kept rollouts): grpo_update with the shared-prompt pass ("fast")
-    vs plain_grpo_step vs grpo_update's plain pass ("unshared"), alternating `rounds` times after a
-    short warm-up; SGD with lr 0, so every call sees the same weights."""
+    """Seconds per update on `batch` (kept rollouts) with each log-prob pass of grpo_update: the
+    shared-prompt pass ("fast"), the plain per-row pass ("unshared"), the full-vocabulary log_softmax
+    ("plain"), alternating `rounds` times after a warm-up; SGD with lr 0, so every call sees the same weights."""
     from minipods.fast.update import shared_logprobs
-    from minipods.grpo import grpo_update
+    from minipods.grpo import grpo_update, rollout_logprobs
 
-    g = torch.Generator().manual_seed(0)
-    adv = torch.randn(len(batch), generator=g)
+    adv = torch.randn(len(batch), generator=torch.Generator().manual_seed(0))
     opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.0)
-    runs = {
-        "fast": lambda: grpo_update(model, opt, batch, adv, micro_batch_size=micro_batch_size, temperature=temperature,
-                                    logprob_fn=shared_logprobs),
-        "plain": lambda: plain_grpo_step(model, opt, batch, adv, micro_batch_size, temperature),
-        "unshared": lambda: grpo_update(model, opt, batch, adv, micro_batch_size=micro_batch_size,
-                                        temperature=temperature),
-    }
-    first = batch.group == batch.group[0]
-    small = batch.select(first.nonzero()[:2, 0])  # warm-up (first-call costs) on 2 rows of one prompt
-    grpo_update(model, opt, small, adv[:2], micro_batch_size=micro_batch_size, logprob_fn=shared_logprobs)
-    grpo_update(model, opt, small, adv[:2], micro_batch_size=micro_batch_size)
-    plain_grpo_step(model, opt, small, adv[:2], micro_batch_size)
-    secs = {k: 0.0 for k in runs}
-    for _ in range(rounds):
-        for k, fn in runs.items():
+    passes = {"fast": shared_logprobs, "plain": _naive_logprobs, "unshared": rollout_logprobs}
+    small = batch.select((batch.group == batch.group[0]).nonzero()[:2, 0])  # warm-up: 2 rows of one prompt
+    secs = {k: 0.0 for k in passes}
+    for r in range(rounds + 1):
+        for k, fn in passes.items():
             t0 = time.perf_counter()
-            fn()
-            secs[k] += time.perf_counter() - t0
-    secs = {k: v / rounds for k, v in secs.items()}
+            grpo_update(model, opt, batch if r else small, adv if r else adv[:2], micro_batch_size=micro_batch_size,
+                        temperature=temperature, logprob_fn=fn)
+            secs[k] += (time.perf_counter() - t0) / rounds if r else 0.0
     return {"rows": len(batch), "groups": int(batch.group.unique().numel()), "micro_batch_size": micro_batch_size,
             "prompt_tokens": int(batch.prompt_mask.sum(1).float().mean()),
             "completion_tokens": int(batch.completion_mask.sum()), "rounds": rounds, "threads": torch.get_num_threads(),
@@ -259,7 +188,7 @@ def update_speed(model, batch, micro_batch_size: int = 4, temperature: float = 0
 def rows_update_speed(r: dict) -> list[list[str]]:
     s = r["seconds"]
     shape = f"{r['rows']} rows ({r['groups']} prompts), micro-batch {r['micro_batch_size']}"
-    return [["update", f"plain GRPO step ({shape})", f"{fmt_s(s['plain'])}/update"],
+    return [["update", f"plain GRPO step, full log_softmax ({shape})", f"{fmt_s(s['plain'])}/update"],
             ["update", "grpo_update, every row in full (the plain pass)", f"{fmt_s(s['unshared'])}/update"],
             ["update", "grpo_update (each prompt once per micro-batch)", f"{fmt_s(s['fast'])}/update"],
             ["update", "plain / grpo_update time", fmt_x(r["ratio_plain"])],
@@ -291,14 +220,3 @@ def part_update_speed(ctx, cfg) -> dict:
     batch = kept_batch(ctx.model, ctx.tok, _prompts(ctx, cfg), cfg.speed_n, cfg.speed_m, cfg.speed_max_new_tokens,
                        cfg.speed_temperature, cfg.seed)
     return update_speed(ctx.model, batch, cfg.micro_batch_size, cfg.speed_temperature, rounds=cfg.speed_update_rounds)
-
-
-SPEED = {"rollout": (part_rollout_speed, rows_rollout_speed), "update": (part_update_speed, rows_update_speed)}
-
-
-def with_speed(name: str, run, rows):
-    """bench's (run, rows) pair of part `name` with this module's measurements added: results under
-    "speed", rows after the part's own."""
-    speed_run, speed_rows = SPEED[name]
-    return (lambda ctx, cfg: {**run(ctx, cfg), "speed": speed_run(ctx, cfg)},
-            lambda r: rows(r) + speed_rows(r["speed"]))

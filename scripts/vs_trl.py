@@ -1,10 +1,12 @@
-"""minipods beside TRL: one warm GRPO step of each, same settings: `python -m minipods.bench --parts trl`.
+"""minipods beside TRL: one warm GRPO step of each, same settings: `python scripts/vs_trl.py [--quick]`.
 
 Same model, prompts, n, completion length, LoRA, dtype, torch threads and optimizer; each framework
 runs in a fresh worker process (memory.run_worker) and reports the wall and CPU time of its second
 step, split into generation (sampling + rewards + advantages) and update, and the plain peak RSS of
-that step (what a user would see; not the exact mode of the update/logprob parts). Needs
-`pip install -r requirements-trl.txt -c requirements.txt`; skipped without trl.
+that step (what a user would see; not the exact mode of the update/logprob parts). It takes
+the flags of `python -m minipods.bench` (the model, dtype, threads, LoRA, micro-batch, trl_*; --quick)
+and prints the same table. Needs `pip install -r requirements-trl.txt -c requirements.txt`; skipped
+without trl.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import torch
 
 from minipods.measure.common import fmt_mb, fmt_s, fmt_x, ratio, set_threads, sync
 from minipods.measure.config import BenchConfig
-from minipods.measure.memory import MemoryMeter, rss_mb, run_worker
+from minipods.measure.memory import peak_mb, reset_peak, rss_mb, run_worker
 
 TRL_SKIP_MSG = "skipped (pip install -r requirements-trl.txt)"
 
@@ -36,13 +38,13 @@ def _trl_settings(cfg: BenchConfig, device: str) -> dict:
                 max_prompt_tokens=512, top_k=0)  # minipods samples without top-k; TRL: 0 = off
 
 
-def part_trl(cfg: BenchConfig, device: str) -> dict:
+def part_trl(ctx, cfg: BenchConfig) -> dict:
     if not trl_available():
         return {"skipped": TRL_SKIP_MSG}
     import importlib.metadata
-    s = _trl_settings(cfg, device)
-    mp = run_worker("minipods.measure.vs_trl:worker_minipods_step", s)
-    tr = run_worker("minipods.measure.vs_trl:worker_trl_step", s)
+    s = _trl_settings(cfg, ctx.device)
+    mp = run_worker("vs_trl:worker_minipods_step", s)
+    tr = run_worker("vs_trl:worker_trl_step", s)
     out = {"settings": s, "trl_version": importlib.metadata.version("trl"), "minipods": mp, "trl": tr}
     if "error" not in mp and "error" not in tr:
         out.update(time_ratio=ratio(tr["step_s"], mp["step_s"]),
@@ -100,6 +102,18 @@ def rows_trl(r: dict) -> list[list[str]]:
 
 
 # ---------------------------------------------------------------- the two workers (fresh processes)
+def _peak_start(device: str) -> float:
+    """Reset the process's peak (memory.reset_peak) and return the memory held now, in MiB."""
+    reset_peak(device)
+    return torch.cuda.memory_allocated() / 2**20 if device.startswith("cuda") else rss_mb()
+
+
+def _peak_since(device: str, base: float) -> dict:
+    """The process's peak since _peak_start (CUDA: allocated bytes; CPU: resident set size) and its increase."""
+    peak = peak_mb(device)
+    return {"peak_mb": peak, "peak_delta_mb": peak - base, "memory_kind": "cuda" if device.startswith("cuda") else "rss"}
+
+
 def worker_minipods_step(a: dict) -> dict:
     from minipods.data import synthetic_problems
     from minipods.model import load_policy
@@ -119,13 +133,13 @@ def worker_minipods_step(a: dict) -> dict:
     items = synthetic_problems(a["prompts"], seed=a["seed"])
     load_mb = torch.cuda.memory_allocated() / 2**20 if device.startswith("cuda") else rss_mb()
     run_step(model, tok, optimizer, cfg, items, 1)
-    with MemoryMeter(device) as mm:
-        t0, c0 = time.perf_counter(), time.process_time()
-        row = run_step(model, tok, optimizer, cfg, items, 2)
-        sync(device)
-        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    base = _peak_start(device)
+    t0, c0 = time.perf_counter(), time.process_time()
+    row = run_step(model, tok, optimizer, cfg, items, 2)
+    sync(device)
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {"step_s": dt, "step_cpu_s": cpu, "rollout_s": row["rollout_s"], "update_s": row["update_s"],
-            "peak_delta_mb": mm.delta_mb, "peak_mb": mm.peak_mb, "memory_kind": mm.kind, "after_load_mb": load_mb,
+            **_peak_since(device, base), "after_load_mb": load_mb,
             "tokens": row["tokens"],
             "process_max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "threads": torch.get_num_threads()}
@@ -191,15 +205,14 @@ def _step_timer(device: str, gen: dict, res: dict):
         def on_step_end(self, args, state, control, **kw):
             sync(device)
             if state.global_step == 1:
-                self.mm = MemoryMeter(device).__enter__()
+                self.base = _peak_start(device)
                 self.t0, self.c0, gen["s"] = time.perf_counter(), time.process_time(), 0.0
             elif state.global_step == 2:
                 res["step_s"] = time.perf_counter() - self.t0
                 res["step_cpu_s"] = time.process_time() - self.c0
                 res["rollout_s"] = gen["s"]
                 res["update_s"] = res["step_s"] - gen["s"]
-                self.mm.__exit__(None, None, None)
-                res.update(peak_delta_mb=self.mm.delta_mb, peak_mb=self.mm.peak_mb, memory_kind=self.mm.kind)
+                res.update(_peak_since(device, self.base))
     return StepTimer()
 
 
@@ -217,3 +230,38 @@ def worker_trl_step(a: dict) -> dict:
     res.update(after_load_mb=load_mb, threads=torch.get_num_threads(),
                process_max_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return res
+
+
+def main(argv=None) -> int:
+    """The bench's flags; the table of rows_trl on stdout, the result as JSON in --output."""
+    import json
+    import os
+    import sys
+    from pathlib import Path
+
+    from minipods.cli import fail
+    from minipods.measure.bench import build_parser, config_from_args, validate
+    from minipods.measure.common import format_table, set_threads
+    from minipods.measure.config import Context
+    from minipods.model import default_device
+
+    args = build_parser("python scripts/vs_trl.py").parse_args(argv)
+    cfg = config_from_args(args)
+    try:
+        validate(cfg, None)
+        if (cfg.trl_prompts * cfg.trl_n) % cfg.micro_batch_size:
+            raise ValueError("--trl-prompts * --trl-n must be a multiple of --micro-batch-size")
+    except ValueError as e:
+        return fail("python scripts/vs_trl.py", e)
+    here = str(Path(__file__).resolve().parent)  # the workers import this file as `vs_trl`
+    os.environ["PYTHONPATH"] = os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    set_threads(cfg.threads)
+    r = part_trl(Context(device=default_device() if cfg.device == "auto" else cfg.device), cfg)
+    print(format_table(rows_trl(r)) + "\n\nnotes:\n" + "\n".join(f"- {n}" for n in r.get("notes", [])))
+    Path(args.output).write_text(json.dumps(r, indent=1, default=float))
+    print(f"\nwrote {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
