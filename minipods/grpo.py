@@ -132,15 +132,18 @@ def naive_token_logprobs(model, prompt_ids, prompt_mask, completion_ids, complet
 LOSS_TYPES = ("dapo", "grpo")
 
 
-def token_weights(mask: torch.Tensor, loss_type: str, num_tokens: int | float, num_rows: int) -> torch.Tensor:
-    """(B, C) weight of each token's loss term: the loss is sum(per_token * weights). mask (B, C).
-    "dapo": 1 / num_tokens on every real token. "grpo": 1 / (its row's token count * num_rows).
-    num_tokens, num_rows count the *whole* kept batch, so micro-batches sum to the full batch's loss."""
-    mask = mask.float()
+def reduce_loss(per_token: torch.Tensor, mask: torch.Tensor, loss_type: str, num_tokens: int | float,
+                num_rows: int) -> torch.Tensor:
+    """The scalar loss from per-token terms (B, C) under mask (B, C).
+    "dapo": the sum over every real token divided by num_tokens (every token weighs the same).
+    "grpo": each row's mean over its tokens, summed and divided by num_rows (each completion weighs
+    the same). num_tokens, num_rows count the *whole* kept batch, so micro-batches sum to the full
+    batch's loss."""
+    summed = per_token * mask  # (B, C)
     if loss_type == "dapo":
-        return mask / num_tokens
+        return summed.sum() / num_tokens
     if loss_type == "grpo":
-        return mask / (mask.sum(1, keepdim=True).clamp(min=1) * num_rows)
+        return (summed.sum(1) / mask.sum(1).clamp(min=1)).sum() / num_rows
     raise ValueError(f"loss_type must be one of {', '.join(LOSS_TYPES)}, got {loss_type!r}")
 
 
@@ -148,7 +151,7 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
               num_tokens: int | float, clip_eps: float = 0.2, beta: float = 0.0,
               ref_logp: torch.Tensor | None = None, loss_type: str = "dapo",
               num_rows: int | None = None) -> tuple[torch.Tensor, dict]:
-    """Clipped GRPO surrogate, reduced by `loss_type` (see `token_weights`).
+    """Clipped GRPO surrogate, reduced by `loss_type` (see `reduce_loss`).
 
     logp, old_logp, ref_logp, mask: (B, C); advantages: (B,). Returns the weighted sum over masked
     tokens of
@@ -168,7 +171,7 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
         d = ref_logp - logp
         kl = torch.exp(d) - d - 1
         per_token = per_token + beta * kl
-    loss = (per_token * token_weights(mask, loss_type, num_tokens, num_rows or len(mask)).to(logp.dtype)).sum()
+    loss = reduce_loss(per_token, mask, loss_type, num_tokens, num_rows or len(mask))
     with torch.no_grad():
         is_clipped = ((ratio - clipped).abs() > 1e-8).to(logp.dtype)
         stats = {"kl_sum": float((kl * mask).sum()), "clip_sum": float((is_clipped * mask).sum())}
@@ -191,7 +194,7 @@ def grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, mic
     loss or gradient norm skips the optimizer step (counted in `skipped`).
     logprob_fn(model, mb, temperature, chunk_tokens) -> (b, C) log-probs of a micro-batch: None is
     `rollout_logprobs` (one pass per row); minipods.fast.update.shared_logprobs gives the same
-    values with each distinct prompt run once. loss_type: "dapo" | "grpo" (`token_weights`) over
+    values with each distinct prompt run once. loss_type: "dapo" | "grpo" (`reduce_loss`) over
     num_tokens / num_rows (None: the batch's; fast.update passes the full batch's when it leaves out
     silent rows). Returns loss, grad_norm, kl, clip_frac, skipped.
     """
