@@ -1,0 +1,54 @@
+"""Ready for a CUDA card without one: generation defaults, bounded evaluation, dtype choice and fp16
+loss scaling, device indices, all checked on a CPU (CUDA queries simulated where they matter)."""
+import pytest
+import torch
+
+from minipods.fast.rollouts import generate_rollouts as fast_generate
+from minipods.model import base_model_of
+from minipods.rollouts import generate_rollouts as plain_generate
+from minipods.twins.tiny import tiny_policy, tiny_tokenizer
+
+ENGINES = {"plain": plain_generate, "fast": fast_generate}
+
+
+def _spread_tiny():
+    """The tiny policy with its final norm scaled x4, so next-token logits have real spread."""
+    model, tok = tiny_policy(seed=3)
+    with torch.no_grad():
+        base_model_of(model).get_decoder().norm.weight.mul_(4.0)
+    return model, tok
+
+
+def _plant_penalties(model):
+    """What a hub model may ship in generation_config, made extreme so a leak cannot hide: every
+    prompt token banned (no_repeat_ngram_size=1) or its logit crushed, and top-k / top-p cuts."""
+    gc = model.generation_config
+    gc.repetition_penalty, gc.no_repeat_ngram_size, gc.top_k, gc.top_p = 50.0, 1, 3, 0.5
+
+
+# every printable character: under no_repeat_ngram_size=1 nearly the whole vocabulary is banned
+PROMPT = "".join(chr(c) for c in range(32, 127))
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_rollouts_sample_softmax_over_temperature_whatever_the_model_ships(engine):
+    model, tok = _spread_tiny()
+    model.eval()
+    with torch.no_grad():
+        ids = tok([PROMPT], return_tensors="pt", add_special_tokens=False).input_ids
+        logits = model(input_ids=ids).logits[0, -1].double()
+    T, N = 0.8, 3000
+    p = torch.softmax(logits / T, -1)
+    in_prompt = torch.zeros_like(p, dtype=torch.bool)
+    in_prompt[ids[0].unique()] = True
+    assert p[in_prompt].sum() > 0.5  # the planted penalties would remove most of the mass
+    _plant_penalties(model)
+    gen = ENGINES[engine]
+    torch.manual_seed(0)
+    ro = gen(model, tok, [PROMPT], N, max_new_tokens=1, temperature=T, batch_size=1000)
+    freq = torch.bincount(ro.completion_ids[:, 0], minlength=p.numel()).double() / N
+    assert 0.5 * (freq - p).abs().sum() < 0.06  # E[TV] ~ 0.03 at N = 3000
+    assert freq[in_prompt].sum() > 0.5
+    greedy = gen(model, tok, [PROMPT], 1, max_new_tokens=1, do_sample=False)
+    assert int(greedy.completion_ids[0, 0]) == int(logits.argmax())
+    assert in_prompt[int(logits.argmax())]  # so a leaked no_repeat_ngram_size would change it
