@@ -104,7 +104,8 @@ class TrainConfig:
     eval_every: int = setting(0, "evaluate every K steps (and before the first and after the last); 0 = never")
     eval_limit: int = setting(100, "test questions for evaluation (a fixed subset: the first N)")
     eval_max_new_tokens: int = setting(0, "completion limit at evaluation; 0 = max_new_tokens")
-    eval_batch_size: int = setting(64, "sequences per generate() call at evaluation")
+    eval_batch_size: int = setting(64, "sequences per generate() call at evaluation (questions go this many at a "
+                                       "time: it bounds evaluation's memory)")
     save_every: int = setting(10, "checkpoint every K steps (also on Ctrl-C and at the end)")
     seed: int = setting(0, "seed for data order, sampling and the random rule")
     output_dir: str = setting("runs/minipods", "run folder: metrics.jsonl, config.json, checkpoint/, adapter/")

@@ -52,3 +52,32 @@ def test_rollouts_sample_softmax_over_temperature_whatever_the_model_ships(engin
     greedy = gen(model, tok, [PROMPT], 1, max_new_tokens=1, do_sample=False)
     assert int(greedy.completion_ids[0, 0]) == int(logits.argmax())
     assert in_prompt[int(logits.argmax())]  # so a leaked no_repeat_ngram_size would change it
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_evaluation_in_bounded_batches_gives_the_one_batch_results(fast, monkeypatch):
+    """Questions of different lengths, evaluated 3 at a time and all at once: the same rows; and no
+    engine call ever sees more than batch_size sequences (the fast prefill included)."""
+    import minipods.evaluate as E
+
+    model, tok = tiny_policy(seed=1)
+    items = [{"question": "what is " + "1+" * k + "1?", "gold": str(k + 1)} for k in range(7)]
+    seen = []
+    real = E.fast_generate_rollouts if fast else E.rollouts.generate_rollouts
+
+    def spy(model, tok, prompts, n, **kw):
+        seen.append(len(prompts) * n)
+        return real(model, tok, prompts, n, **kw)
+
+    monkeypatch.setattr(*((E, "fast_generate_rollouts") if fast else (E.rollouts, "generate_rollouts")), spy)
+    small = E.evaluate_items(model, tok, items, max_new_tokens=12, batch_size=3, fast=fast)
+    assert seen == [3, 3, 1]
+    seen.clear()
+    big = E.evaluate_items(model, tok, items, max_new_tokens=12, batch_size=64, fast=fast)
+    assert seen == [7]
+    assert [r["completions"] for r in small["rows"]] == [r["completions"] for r in big["rows"]]
+    assert small["tokens"] == big["tokens"] > 0
+    torch.manual_seed(0)
+    sampled = E.evaluate_items(model, tok, items[:4], max_new_tokens=4, batch_size=5, samples=2, temperature=1.0,
+                               fast=fast)
+    assert seen[1:] == [4, 4] and sampled["samples"] == 2  # 5 // 2 = 2 questions of 2 samples per call
