@@ -81,3 +81,27 @@ def test_evaluation_in_bounded_batches_gives_the_one_batch_results(fast, monkeyp
     sampled = E.evaluate_items(model, tok, items[:4], max_new_tokens=4, batch_size=5, samples=2, temperature=1.0,
                                fast=fast)
     assert seen[1:] == [4, 4] and sampled["samples"] == 2  # 5 // 2 = 2 questions of 2 samples per call
+
+
+def test_planner_prices_evaluation_and_knows_no_time_for_an_unmeasured_card(capsys):
+    from minipods.measure import plan as P
+
+    pc = P.PlanConfig(preset="consumer", gpu_gb=15.0, gpu="T4", eval_batch_size=48)
+    p = P.plan(pc)
+    e, arch = p["evaluation"], p["terms"].arch
+    per_token = arch.kv_elements_per_token * p["terms"].gen.kv_element_bytes
+    kv = {label.split(" (")[0]: b for label, b, _ in e["parts"] if label.startswith("KV cache")}
+    # 48 questions at once: 48 distinct prompts prefilled together, then 48 sequences of 512 + 512 - 1 tokens
+    assert kv["KV cache: shared prompt prefill"] == 48 * 511 * per_token
+    assert kv["KV cache: 48 rollouts in flight"] == 48 * 1023 * per_token
+    assert e["peak"] > p["generation"]["peak"]  # 48 distinct prompts, not the step's 8 shared by 16 rollouts
+    assert P.evaluation_phase(p["recipe"], p["terms"], 8)["peak"] < e["peak"]
+    assert all(x["pods_s"] is None and x["break_even"] is None for x in p["rows"])
+    assert P.main(["--preset", "consumer", "--gpu-gb", "15", "--gpu", "T4"]) == 0
+    out = capsys.readouterr().out
+    assert "Time: unknown on this card (T4)" in out and "10.1" not in out and "Evaluation (32 questions" in out
+    six = P.PlanConfig(preset="paper", gpu_gb=6.0, gpu="T4")
+    small = P.plan(six)
+    k, r, t = small["eval_batch_max"], small["recipe"], small["terms"]
+    assert 0 < k < 64 and P.fits(P.evaluation_phase(r, t, k)["peak"], six)
+    assert not P.fits(P.evaluation_phase(r, t, k + 1)["peak"], six)
