@@ -105,3 +105,111 @@ def test_planner_prices_evaluation_and_knows_no_time_for_an_unmeasured_card(caps
     k, r, t = small["eval_batch_max"], small["recipe"], small["terms"]
     assert 0 < k < 64 and P.fits(P.evaluation_phase(r, t, k)["peak"], six)
     assert not P.fits(P.evaluation_phase(r, t, k + 1)["peak"], six)
+
+
+# ---------------------------------------------------------------- dtype, device index (CUDA simulated)
+@pytest.mark.parametrize("card, capability, want", [("T4", (7, 5), torch.float16), ("V100", (7, 0), torch.float16),
+                                                    ("A100", (8, 0), torch.bfloat16), ("H100", (9, 0), torch.bfloat16)])
+def test_auto_dtype_is_bf16_only_from_compute_capability_8(card, capability, want, monkeypatch):
+    from minipods.model import pick_dtype
+
+    asked = []
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d=None: asked.append(d) or capability)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)  # what a T4 says (emulation)
+    assert pick_dtype("auto", "cuda:1") == want
+    assert asked == [torch.device("cuda:1")]  # the chosen card, not the current one
+    assert pick_dtype("auto", "cpu") == torch.float32 and pick_dtype("float16", "cuda") == torch.float16
+
+
+def test_peak_memory_reads_the_chosen_cuda_device(monkeypatch):
+    from minipods.measure import memory as M
+
+    seen = []
+
+    def fake(name, value=0):
+        def f(device=None):
+            seen.append((name, device))
+            return value
+        monkeypatch.setattr(torch.cuda, name, f)
+    for name in ("synchronize", "empty_cache", "reset_peak_memory_stats"):
+        fake(name)
+    fake("max_memory_allocated", 3 * 2**20)
+    fake("max_memory_reserved", 5 * 2**20)
+    fake("memory_allocated", 2**20)
+    assert M.peak_mb("cuda:1") == 3.0 and seen == [("max_memory_allocated", torch.device("cuda:1"))]
+    seen.clear()
+    with M.MemoryMeter("cuda:1") as mm:
+        pass
+    assert (mm.base_mb, mm.peak_mb, mm.reserved_mb) == (1.0, 3.0, 5.0)
+    assert {d for name, d in seen if name != "empty_cache"} == {torch.device("cuda:1")}
+
+
+# ---------------------------------------------------------------- fp16 with dynamic loss scaling
+def _fp16_tiny_and_batch():
+    """The tiny policy with an fp16 base and (as peft keeps them) float32 LoRA weights, B non-zero,
+    and 4 fixed rollouts of 2 prompts."""
+    from minipods.model import add_lora
+    from minipods.rollouts import generate_rollouts
+
+    base, tok = tiny_policy(seed=2, lora=False)
+    torch.manual_seed(0)
+    ro = generate_rollouts(base, tok, ["[user]\n12+7?\n[assistant]\n", "[user]\n3*4?\n[assistant]\n"], 2,
+                           max_new_tokens=8)
+    model = add_lora(base.half(), r=8, alpha=16)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.02, generator=torch.Generator().manual_seed(1))
+    return model, ro
+
+
+def _lora_step(model, ro, scaler, num_tokens):
+    from minipods.grpo import grpo_update
+
+    before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1.0)
+    out = grpo_update(model, opt, ro, torch.tensor([1.0, -1.0, -1.0, 1.0]), micro_batch_size=2, max_grad_norm=None,
+                      num_tokens=num_tokens, scaler=scaler)
+    delta = torch.cat([(p.detach() - before[n]).flatten().double() for n, p in model.named_parameters()
+                       if p.requires_grad])
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if n in before:
+                p.copy_(before[n])
+    return out, delta
+
+
+def test_fp16_update_with_loss_scaling_keeps_the_small_gradients():
+    """A loss averaged over a million tokens (the paper averages over ~38K): its gradients flowing
+    back through fp16 activations underflow without a scale; with the dynamic scale they match the
+    float32 update's."""
+    from minipods.grpo import loss_scaler
+
+    model, ro = _fp16_tiny_and_batch()
+    scaler = loss_scaler(model)
+    assert scaler is not None and scaler.get_scale() == 2.0 ** 16
+    ref = _lora_step(model.float(), ro, None, 10**6)[1]
+    model.half()
+    for n, p in model.named_parameters():  # back to peft's layout: float32 adapter on an fp16 base
+        if p.requires_grad:
+            p.data = p.data.float()
+    out, scaled = _lora_step(model, ro, scaler, 10**6)
+    _, plain = _lora_step(model, ro, None, 10**6)
+    err = lambda d: float((d - ref).norm() / ref.norm())  # noqa: E731
+    assert out["skipped"] == 0 and out["loss_scale"] == 2.0 ** 16 and ref.norm() > 0
+    assert err(scaled) < 0.05
+    assert err(plain) > 0.5  # most of the gradient underflowed: what the scale is for
+    assert loss_scaler(tiny_policy(seed=2)[0]) is None  # float32: no scaler
+    from minipods.train import TrainConfig, make_optimizer
+    assert isinstance(make_optimizer(model, TrainConfig(), "cpu").loss_scaler, torch.amp.GradScaler)
+
+
+def test_fp16_overflow_is_skipped_counted_and_backs_the_scale_off():
+    from minipods.grpo import loss_scaler
+
+    model, ro = _fp16_tiny_and_batch()
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 40)  # so large that the scaled fp16 backward overflows
+    assert loss_scaler(model) is not None
+    out, delta = _lora_step(model, ro, scaler, 1)
+    assert out["skipped"] == 1 and out["loss_scale"] == 2.0 ** 39 and delta.abs().max() == 0
+    assert out["grad_norm"] != out["grad_norm"]  # nan: reported as such

@@ -53,6 +53,11 @@ def _is_cuda(device: str) -> bool:
     return device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
 
 
+def _cuda(device: str):
+    """The CUDA device to read: cuda:N itself (not the current device), None (current) for cuda/auto."""
+    return torch.device(device) if device.startswith("cuda") else None
+
+
 # ---------------------------------------------------------------- the process-wide peak
 def rss_mb() -> float:
     """This process's resident set size now, in MiB."""
@@ -86,7 +91,7 @@ def peak_mb(device: str = "cpu") -> float:
     bytes, else the process's peak RSS (VmHWM; getrusage's ru_maxrss where /proc is missing, which
     never resets)."""
     if _is_cuda(device):
-        return torch.cuda.max_memory_allocated() / 2**20
+        return torch.cuda.max_memory_allocated(_cuda(device)) / 2**20
     hwm = _peak_rss_mb()
     return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
@@ -96,9 +101,9 @@ def reset_peak(device: str = "cpu") -> bool:
     Returns False where the CPU peak cannot be reset (not Linux)."""
     gc.collect()
     if _is_cuda(device):
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(_cuda(device))
         torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
+        torch.cuda.reset_peak_memory_stats(_cuda(device))
         return True
     return _reset_peak_rss()
 
@@ -166,7 +171,7 @@ class MemoryMeter:
     def __enter__(self):
         if self.cuda:
             reset_peak(self.device)
-            self.base_mb = torch.cuda.memory_allocated() / 2**20
+            self.base_mb = torch.cuda.memory_allocated(_cuda(self.device)) / 2**20
             return self
         # Free heap pages back to the OS first: glibc serves even large blocks from free heap chunks
         # before it maps new ones, and reused resident pages would not show up as an RSS increase.
@@ -186,9 +191,9 @@ class MemoryMeter:
 
     def __exit__(self, *exc):
         if self.cuda:
-            torch.cuda.synchronize()
-            self.peak_mb = torch.cuda.max_memory_allocated() / 2**20
-            self.reserved_mb = torch.cuda.max_memory_reserved() / 2**20
+            torch.cuda.synchronize(_cuda(self.device))
+            self.peak_mb = torch.cuda.max_memory_allocated(_cuda(self.device)) / 2**20
+            self.reserved_mb = torch.cuda.max_memory_reserved(_cuda(self.device)) / 2**20
         elif self._thread is not None:
             self._stop.set()
             self._thread.join()
