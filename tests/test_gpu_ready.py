@@ -213,3 +213,34 @@ def test_fp16_overflow_is_skipped_counted_and_backs_the_scale_off():
     out, delta = _lora_step(model, ro, scaler, 1)
     assert out["skipped"] == 1 and out["loss_scale"] == 2.0 ** 39 and delta.abs().max() == 0
     assert out["grad_norm"] != out["grad_norm"]  # nan: reported as such
+
+
+# ---------------------------------------------------------------- why the embedding stays float32
+def test_embedding_in_bf16_alone_would_not_shrink_the_kv_cache(tmp_path, monkeypatch):
+    """A 4-bit Qwen-shaped twin with bf16 compute, prepared as training prepares it: the residual
+    stream and KV cache are float32 whatever the embedding's dtype (peft's k-bit preparation upcasts
+    the norms, and each RMSNorm's float32 weight promotes its output), so casting the embedding and
+    tied LM head back to bf16 saves only their own half and leaves the head a float32-by-bf16
+    matmul that fails. So minipods keeps them float32 (docs/gpu.md)."""
+    from minipods.model import load_policy
+
+    monkeypatch.setenv("MINIPODS_CACHE", str(tmp_path))
+    spec = "random:Qwen/Qwen2.5-0.5B-Instruct:layers=1,hidden=64,intermediate=128,heads=4,kv_heads=2,vocab=512"
+    model, _ = load_policy(spec, quantize="4bit", dtype="bfloat16", device="cpu")
+    model.train()  # 4-bit on CPU: as model.generation_mode keeps it
+    base = base_model_of(model)
+    ids = torch.randint(300, 500, (2, 12))
+    for cast in (False, True):
+        emb = base.get_input_embeddings()
+        assert emb.weight.dtype == (torch.bfloat16 if cast else torch.float32)
+        assert {m.weight.dtype for n, m in base.named_modules() if n.endswith("norm")} == {torch.float32}
+        with torch.no_grad():
+            out = base.get_decoder()(input_ids=ids, use_cache=True)
+        assert out.last_hidden_state.dtype == torch.float32
+        assert out.past_key_values.layers[0].keys.dtype == torch.float32
+        if cast:
+            with pytest.raises(RuntimeError, match="dtype"):
+                base(input_ids=ids)
+        else:
+            assert base(input_ids=ids).logits.isfinite().all()
+        emb.to(torch.bfloat16)
