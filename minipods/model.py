@@ -271,3 +271,56 @@ def count_parameters(model) -> dict:
         total += n
         trainable += n if p.requires_grad else 0
     return {"trainable": trainable, "total": total, "trainable_frac": trainable / max(total, 1)}
+
+
+# ---------------------------------------------------------------- peak memory (train's per-step peak_mem_mb)
+def on_cuda(device: str) -> bool:
+    return device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
+
+
+def cuda_device(device: str):
+    """The CUDA device a reading is about: cuda:N itself (not the current device); None (the current
+    one) for "cuda" and "auto"."""
+    return torch.device(device) if device.startswith("cuda") else None
+
+
+def _proc_status_mb(field: str) -> float | None:
+    """A memory field of /proc/self/status (VmRSS, VmHWM) in MiB; None where there is no /proc."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return None
+
+
+def peak_mb(device: str = "cpu") -> float:
+    """Peak memory since the last reset_peak(device) (or the process start), in MiB: CUDA's max
+    allocated bytes, else the process's peak resident set size (Linux's VmHWM; elsewhere getrusage's
+    ru_maxrss, which never resets)."""
+    if on_cuda(device):
+        return torch.cuda.max_memory_allocated(cuda_device(device)) / 2**20
+    hwm = _proc_status_mb("VmHWM")
+    if hwm is None:
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+    return hwm
+
+
+def reset_peak(device: str = "cpu") -> bool:
+    """Start peak_mb(device) afresh (e.g. before each arm of a comparison in one process). Returns
+    False where the CPU peak cannot be reset (not Linux >= 4.0: write 5 to /proc/self/clear_refs)."""
+    import gc
+    gc.collect()
+    if on_cuda(device):
+        torch.cuda.synchronize(cuda_device(device))
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(cuda_device(device))
+        return True
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return _proc_status_mb("VmHWM") is not None
+    except OSError:
+        return False

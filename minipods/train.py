@@ -47,7 +47,7 @@ from minipods.evaluate import evaluate_to_file
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.fast.update import fast_grpo_update
 from minipods.grpo import group_advantages, grpo_update, loss_scaler
-from minipods.measure.memory import peak_mb
+from minipods.model import peak_mb
 from minipods.model import (DEFAULT_MODEL, ModelNotFoundError, check_quantize, default_device, load_policy,
                             resolve_model)
 from minipods.rewards import is_full_format, score_completions

@@ -54,8 +54,9 @@ print(f"{'SMALL' if SMALL else 'full'} mode | torch {torch.__version__} | {torch
 
 # %%
 from minipods.model import load_policy, count_parameters, generation_mode
+from minipods.twins.tiny import tiny_policy
 
-model, tok = load_policy()
+model, tok = tiny_policy() if SMALL else load_policy()  # SMALL: the package's tiny random test model
 p0 = next(model.parameters())
 print(type(model.get_base_model()).__name__, "|", p0.dtype, "|", p0.device)
 counts = count_parameters(model)
@@ -234,7 +235,8 @@ cost_ratio = secs[-1] / secs[0]
 print(f"{B_max} sequences in one call cost {cost_ratio:.1f}x one sequence ({B_max / cost_ratio:.1f}x cheaper per "
       f"sequence than one at a time); throughput {tps[0]:.0f} -> {tps[-1]:.0f} tokens/s, "
       f"{100 * tps[-1] / (B_max * tps[0]):.0f}% of perfect scaling")
-assert tps[-1] > tps[0]  # batching raises throughput (the takeaway below)
+if not SMALL:  # a wall-clock claim: checked on the full run only
+    assert tps[-1] > tps[0]  # batching raises throughput (the takeaway below)
 
 # %% [markdown]
 # **Takeaways.**

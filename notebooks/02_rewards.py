@@ -132,8 +132,9 @@ from minipods.model import load_policy
 from minipods.data import build_prompt, synthetic_problems
 from minipods.fast.rollouts import generate_rollouts  # minipods.fast: the plain engine's distribution, less time
 from minipods.rewards import score_completions
+from minipods.twins.tiny import tiny_policy
 
-model, tok = load_policy()
+model, tok = tiny_policy() if SMALL else load_policy()  # SMALL: the package's tiny random test model
 P, n, max_new = (2, 4, 48) if SMALL else (4, 8, 192)
 
 def score_groups(task_items, seed=0):

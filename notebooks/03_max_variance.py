@@ -248,9 +248,10 @@ t_million = per[-1] * 1e-9 * 1e6 * math.log2(1e6)
 print(f"at the largest n = 2^{int(math.log2(ns[-1]))}: {1e3 * fast[-1]:.1f} ms; at that cost per n log2 n, "
       f"n = 10^6 would take {t_million:.2f} s")
 print(f"brute force at n = {bf_ns[-1]}: {bf[-1]:.3f} s, {bf[-1] / bf_fast[-1]:.0f}x max_variance's {1e3 * bf_fast[-1]:.3f} ms")
-assert per[0] > per[-1]        # small n: fixed overheads dominate the cost per element
-assert t_million < 1.0         # the card: well under a second for a million rollouts
-assert bf[-1] > 10 * bf_fast[-1]
+if not SMALL:  # wall-clock claims: checked on the full run only
+    assert per[0] > per[-1]        # small n: fixed overheads dominate the cost per element
+    assert t_million < 1.0         # the card: well under a second for a million rollouts
+    assert bf[-1] > 10 * bf_fast[-1]
 
 # %% [markdown]
 # ## 7. What the three rules keep

@@ -60,7 +60,10 @@ from minipods.rewards import score_completions
 from minipods.train import select_kept
 from minipods.grpo import group_advantages
 
-model, tok = load_policy()  # fp32 SmolLM2-135M-Instruct + LoRA r=64 on all linear layers
+from minipods.twins.tiny import tiny_policy
+
+# fp32 SmolLM2-135M-Instruct + LoRA r=64 on all linear layers (SMALL: the package's tiny random test model)
+model, tok = tiny_policy() if SMALL else load_policy()
 P, n, m, max_new = (2, 4, 2, 48) if SMALL else (2, 8, 4, 128)
 items = synthetic_problems(P, seed=2)
 torch.manual_seed(0)
@@ -338,7 +341,8 @@ assert abs(at_micro["act_upd"] - at_micro["act_all"]) < 0.05 * at_micro["act_all
 slope, icept, r2 = fit_linear(ms, [c["t_min"] for c in cost])
 print(f"update seconds (min of {REPEATS}) = {icept:.2f} + {slope:.3f} x m, R² = {r2:.3f}: "
       + ("close to a line" if r2 >= 0.95 else "not a clean line on this run (see the medians: a shared CPU adds noise)"))
-assert slope > 0 and cost[-1]["t_min"] > cost[0]["t_min"]  # the card's claim: update time grows with m
+if not SMALL:  # a wall-clock claim: checked on the full run only
+    assert slope > 0 and cost[-1]["t_min"] > cost[0]["t_min"]  # the card's claim: update time grows with m
 
 fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.4))
 a1.plot(ms, [c["t_min"] for c in cost], "o-", label=f"min of {REPEATS}")

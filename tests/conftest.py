@@ -23,6 +23,19 @@ def pytest_collection_modifyitems(config, items):
             it.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
 
 
+def load_script(name: str):
+    """A module of scripts/ (they are run as files, not installed): `load_script("repro")`."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"scripts_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def adapted_tiny(seed=0, std=0.02, dtype=None):
     """The tiny policy with a seeded non-zero LoRA B, so the adapter (and any folding of it, and its
     gradient) matters. Tests import it: `from conftest import adapted_tiny`."""
@@ -38,7 +51,6 @@ def adapted_tiny(seed=0, std=0.02, dtype=None):
             if "lora_B" in name:
                 p.normal_(0, std, generator=torch.Generator().manual_seed(1))
     return model, tok
-
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,11 @@ Each notebook's source (notebooks/NN_name.py, the file people edit) is executed 
 kernel (nbclient) with MINIPODS_NB_SMALL=1, its working directory a temporary folder (so runs it writes
 land there), and the repository on PYTHONPATH. A cell error fails the test. The notebooks assert their
 takeaways themselves (e.g. max-variance == brute force, max-variance keeps more of the gradient than a
-random draw, update time grows with m): a run whose numbers contradict its text raises AssertionError
-in that cell, and nbclient turns it into CellExecutionError here. The committed .ipynb carry full-mode
+random draw, the update's activations are capped by the micro-batch): a run whose numbers contradict its
+text raises AssertionError in that cell, and nbclient turns it into CellExecutionError here. SMALL mode
+runs notebooks 01, 02, 04 and 05 on the package's tiny random model (their lessons are mechanics);
+only 03 loads SmolLM2, whose gradient lesson needs rewards that differ; wall-clock claims (throughput
+grows with the batch, update time with m) are asserted in full mode only. The committed .ipynb carry full-mode
 outputs (`make notebooks`); their cells must equal the paired .py.
 """
 

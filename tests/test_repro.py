@@ -1,10 +1,13 @@
-"""minipods.measure.repro: two seeded runs agree fingerprint for fingerprint, and a perturbation is
+"""scripts/repro.py: two seeded runs agree fingerprint for fingerprint, and a perturbation is
 located to the module whose output it changed."""
 import torch
 
-from minipods.measure.repro import first_difference, fingerprint, record_run
+from conftest import load_script
 from minipods.train import make_config
 from minipods.twins.tiny import tiny_policy
+
+repro = load_script("repro")
+first_difference, fingerprint, record_run = repro.first_difference, repro.fingerprint, repro.record_run
 
 
 def _cfg():
@@ -50,9 +53,7 @@ def test_two_runs_agree_and_a_perturbation_is_located():
 
 
 def test_index_check_names_the_fixed_order_ways():
-    from minipods.measure.repro import index_backward_check
-
-    r = index_backward_check(passes=4)
+    r = repro.index_backward_check(passes=4)
     assert set(r) == {"x[inv]", "x.index_select(0, inv)", "x[inv], deterministic algorithms"}
     assert r["x.index_select(0, inv)"]["repeats"] and r["x[inv], deterministic algorithms"]["repeats"]
     assert all(v["ms_per_pass"] > 0 for v in r.values())

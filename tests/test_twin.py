@@ -13,7 +13,7 @@ import torch
 
 from minipods.data import build_prompt
 from minipods.grpo import grpo_update
-from minipods.measure import cuda_recipe as bench_cuda
+from minipods.measure import gpu as bench_cuda
 from minipods.model import cache_dir, is_4bit, load_policy
 from minipods.twins.arch import (TWIN_CONFIGS, UnknownTwinError, build_twin, parse_twin, twin_config, twin_folder,
                                  twin_tokenizer)

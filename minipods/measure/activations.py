@@ -1,7 +1,7 @@
 """The planner's measured terms: what a phase holds beyond its weights, and how the parts combine.
 
 What a phase holds beyond the weights (minipods.measure.footprint counts those) depends on the code
-that runs, so it is measured, never derived by hand (minipods.measure.shallow measures it: the
+that runs, so it is measured, never derived by hand (scripts/measure_terms.py measures it: the
 model's architecture built shallow, loaded exactly as training loads it, run on small batches on a
 CPU with the exact meters of minipods.measure.memory). Each quantity is fitted, per row of R tokens,
 as  a * R + b * R^2  (the R^2 part is the attention mask, a row's (R x R) pairs) plus, for the saved
@@ -27,8 +27,6 @@ STORED holds the terms of the known models with the command that measured them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
 
 LORA_R = 64  # both GPU presets (paper, consumer): the measured terms include the adapter's activations
 
@@ -69,7 +67,7 @@ class GenTerms:
 
 # float32-sized (chunk x vocab) tensors alive at once in a log-prob chunk's backward (grpo.logprobs_from_states),
 # and (rows x vocab) tensors per decode step (logits, their float32 copy, the sampler's), per base precision:
-# measured by `python -m minipods.measure.shallow --buffers` (a narrow twin, 16,384-token vocabulary).
+# measured by `python scripts/measure_terms.py --buffers` (a narrow twin, 16,384-token vocabulary).
 LOGPROB_BUFFERS = {"4bit": 4.02, "none": 4.01}
 DECODE_BUFFERS = {"4bit": 6.02, "none": 5.52}
 # The optimizer step's temporaries (same command): torch AdamW with foreach (its CUDA default) holds one copy
@@ -79,7 +77,7 @@ DECODE_BUFFERS = {"4bit": 6.02, "none": 5.52}
 OPTIMIZER_STEP_BUFFERS = {"adamw": 1.0, "adamw8bit": 5.0}
 
 # The known models' terms, measured by
-#   python -m minipods.measure.shallow --check-layers 4 > terms.txt
+#   python scripts/measure_terms.py --check-layers 4 > terms.txt
 # (CPU: AMD EPYC, 1 thread, torch 2.13, transformers 5.23, peft 0.21, bitsandbytes 0.50; bf16 compute,
 # LoRA r=64; its 4-layer check put every term within 2.8% of the measurement, the largest error being
 # smollm2's 4-bit prefill at -2.74%; two runs gave the same numbers but for the 1.5B's 4-bit checkpointed
@@ -132,35 +130,12 @@ def decode_cache_bytes(per_token: int, layers: int, prompts: int, rows: int, pro
             "growth": per_token * rows * (prompt_tokens - 1) / layers}
 
 
-# ---------------------------------------------------------------- fits
-def _lstsq(rows: list[list[float]], ys: list[float]) -> list[float]:
-    return [float(x) for x in np.linalg.lstsq(np.array(rows, dtype=float), np.array(ys, dtype=float), rcond=None)[0]]
-
-
-def fit_update(points: list[dict]) -> UpdateTerms:
-    """UpdateTerms from micro-batch points of 1- and 2-layer models (measure_micro_batch + "layers")."""
-    feats = [[p["rows"] * p["tokens"], p["rows"] * p["tokens"] * p["layers"], p["rows"] * p["tokens"] ** 2,
-              p["rows"] * p["tokens"] ** 2 * p["layers"]] for p in points]
-    saved = _lstsq(feats, [p["saved"] for p in points])
-    work = _lstsq([[1.0, p["rows"] * p["tokens"], p["rows"] * p["tokens"] ** 2] for p in points],
-                  [p["allocated"] - p["saved"] for p in points])
-    return UpdateTerms(*saved, *work)
-
-
 def decode_buffers(quantize: str | None) -> float:
     return DECODE_BUFFERS["4bit" if quantize == "4bit" else "none"]
 
 
 def logprob_buffers(quantize: str | None) -> float:
     return LOGPROB_BUFFERS["4bit" if quantize == "4bit" else "none"]
-
-
-def fit_gen(prefill: list[dict], decode: list[dict], quantize: str | None) -> GenTerms:
-    pre = _lstsq([[1.0, p["prompts"] * p["positions"], p["prompts"] * p["positions"] ** 2] for p in prefill],
-                 [p["allocated"] - p["kv"] for p in prefill])
-    # with a 512-token vocabulary the last step peaks inside a layer: what is left there is decode_0
-    rest = [d["allocated"] - d["kv"] - d["growth"] for d in decode]
-    return GenTerms(prefill[0]["kv_element_bytes"], *pre, float(np.mean(rest)))
 
 
 def predict_update(terms: UpdateTerms, layers: int, rows: int, tokens: int, completion_tokens: int, vocab: int,

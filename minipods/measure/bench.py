@@ -5,26 +5,23 @@ on them is expensive and memory-bound, so generate n and update on m < n. These 
 
   rollout  n completions of one prompt in one batched `generate` vs n single-sequence calls (tokens/s)
            (phases.py); fast vs plain rollouts, this CPU's TFLOP/s and GB/s, a decode step vs its
-           roofline (speed.py)
+           roofline, each lever of the fast engine off alone (speed.py)
   update   GRPO update time and peak memory for m = 2, 4, 8, 16 kept rollouts of one fixed set
            (micro-batch fixed): time grows linearly with m, memory is bounded by the micro-batch
            (phases.py); then grpo_update vs a plain PyTorch GRPO step on the same rows (speed.py)
   logprob  chunked log-probs (grpo.token_logprobs) vs a full-vocabulary log-softmax
            (grpo.naive_token_logprobs): peak memory of forward+backward, and their max abs difference
   select   max_variance down-sampling time for n = 16 ... 1,000,000 and its log-log growth exponent
-           (selection.py)
   trl      one warm GRPO step of minipods beside one of trl.GRPOTrainer, same settings (vs_trl.py)
   cuda     the paper recipe's update on a GPU (Qwen2.5-3B-Instruct 4-bit, LoRA r=64, m=16, 1024-token
            sequences, gradient checkpointing, micro-batch 4, 8-bit AdamW): peak memory, s/update, "fits a
-           24 GB card", generation tokens/s (cuda_recipe.py); by default on the 3B architecture twin
-  costmodel  rollout s vs sequences generated, update s vs kept: s/step of GRPO, PODS, break-even (costmodel.py)
+           24 GB card", generation tokens/s (gpu.py); by default on the 3B architecture twin
+  costmodel  rollout s vs sequences generated, the update part's s vs kept: s/step of GRPO, PODS,
+           break-even (costmodel.py)
 
-This module only dispatches: it validates the settings (config.py), loads the model once, runs the
-chosen parts in a fixed order and collects their rows into one table.
-
-Memory (memory.py): CUDA's peak allocated bytes, or the peak RSS of a phase on CPU. The CPU numbers of
-the update and logprob parts come from a fresh worker process with the allocator in exact mode
-(bench_memory.py), their times from separate runs with the normal allocator.
+Every part is `part(ctx, cfg) -> dict` with `rows(result) -> table rows` (PARTS); this module validates
+the settings (config.py), loads the model once, runs the chosen parts in a fixed order and collects
+their rows into one table. Memory (memory.py): CUDA's allocator, or the CPU allocator's own events.
 
 `--quick` sizes everything for a shared 2-core CPU and, unless --threads is given, uses 1 torch
 thread: with other jobs on the box, 2 OpenMP threads ran far slower than 1.
@@ -44,41 +41,28 @@ from pathlib import Path
 import torch
 
 from minipods.cli import Parser, add_dataclass_args, fail, overrides
-from minipods.measure import costmodel, cuda_recipe, phases, selection, speed, vs_trl
+from minipods.measure import costmodel, gpu, phases, vs_trl
 from minipods.measure.common import format_table, set_threads
 from minipods.measure.config import DTYPES, POSITIVE, QUICK, BenchConfig, Context
 
-PARTS = ("rollout", "update", "logprob", "select", "trl", "cuda", "costmodel")
+PARTS = {"rollout": (phases.part_rollout, phases.rows_rollout), "update": (phases.part_update, phases.rows_update),
+         "logprob": (phases.part_logprob, phases.rows_logprob), "select": (phases.part_select, phases.rows_select),
+         "trl": (vs_trl.part_trl, vs_trl.rows_trl), "cuda": (gpu.part_cuda, gpu.rows_cuda),
+         "costmodel": (costmodel.part_costmodel, costmodel.rows_costmodel)}  # run in this order
 MODEL_PARTS = ("rollout", "update", "logprob", "costmodel")  # parts that use the in-process model
 
 NOTES = {
     "rollout": "batched/sequential: one generate call decodes all n sequences per forward pass, so the weights are "
                "read once per step for n tokens; why generating many rollouts is cheap (PODS's premise)",
     "update": "update time grows ~linearly with the m kept rollouts (never with the n generated); peak memory is "
-              "set by the micro-batch, so it stops growing once m >= micro-batch (memory: a fresh worker process "
-              "in exact allocator mode; times: separate runs here, normal allocator)",
+              "set by the micro-batch, so it stops growing once m >= micro-batch (memory: runs apart from the timed "
+              "ones)",
     "logprob": "naive materialises (batch x length x vocab) logits and their log-softmax for backward; the chunked "
                "version keeps only (chunk x vocab) at a time and recomputes it in backward. Without checkpointing the "
                "backbone's activations dominate a small model's peak; with it (the paper recipe) the logits do",
     "select": "max_variance sorts once (O(n log n)) and scores m+1 candidates: exponent ~1; at small n fixed "
               "numpy overhead dominates, which pulls the all-n exponent below 1",
 }
-
-
-def _part(name: str):
-    """(run(ctx, cfg) -> results, rows(results) -> table rows) of one part."""
-    if name == "trl":
-        return (lambda ctx, cfg: vs_trl.part_trl(cfg, ctx.device)), vs_trl.rows_trl
-    if name == "cuda":
-        return (lambda ctx, cfg: cuda_recipe.part_cuda(cfg)), cuda_recipe.rows_cuda
-    if name == "costmodel":
-        return costmodel.PART  # (part_costmodel, rows_costmodel)
-    if name == "select":
-        return (lambda ctx, cfg: selection.part_select(cfg.select_sizes, cfg.seed, cfg.quick)), selection.rows_select
-    if name == "logprob":
-        return phases.part_logprob, phases.rows_logprob
-    pairs = {"rollout": (phases.part_rollout, phases.rows_rollout), "update": (phases.part_update, phases.rows_update)}
-    return speed.with_speed(name, *pairs[name])  # the part's own rows, then its fast-vs-plain half (speed.py)
 
 
 def validate(cfg: BenchConfig, parts: list[str]) -> None:
@@ -113,7 +97,6 @@ def _load(ctx: Context, cfg: BenchConfig, model, tokenizer, log) -> None:
         log(f"loading {cfg.model} ({cfg.dtype}) ...")
         model, tokenizer = load_policy(cfg.model, dtype=cfg.dtype, device=ctx.device, lora_r=cfg.lora_r,
                                        lora_alpha=cfg.lora_alpha)
-        ctx.by_name = True
     ctx.model, ctx.tok = model, tokenizer
     ctx.device = str(next(model.parameters()).device)
     # one GSM8K-style prompt: a seeded synthetic word problem (no data download)
@@ -129,16 +112,16 @@ def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, lo
     set_threads(cfg.threads)
     device = default_device() if cfg.device == "auto" else cfg.device
     t_start = time.perf_counter()
-    ctx = Context(device=device, parts=tuple(parts))
+    ctx = Context(device=device)
     if any(p in MODEL_PARTS for p in parts):
         _load(ctx, cfg, model, tokenizer, log)
     results: dict = {}
     for part in parts:
         log(f"[{part}] ...")
         t0 = time.perf_counter()
-        results[part] = _part(part)[0](ctx, cfg)
+        results[part] = PARTS[part][0](ctx, cfg)
         results[part]["part_s"] = time.perf_counter() - t0
-    rows = [row for part in parts for row in _part(part)[1](results[part])]
+    rows = [row for part in parts for row in PARTS[part][1](results[part])]
     notes = [f"{p}: {NOTES[p]}" for p in parts if p in NOTES]
     if "trl" in parts and "notes" in results["trl"]:
         notes += [f"trl: {n}" for n in results["trl"]["notes"]]

@@ -1,7 +1,7 @@
 """Small helpers every bench part shares: line and power-law fits, number formatting, the table, timing.
 
-They sit below the parts and the dispatcher (measure/bench.py) and import nothing of minipods, so
-any part can use them without an import circle.
+They sit below the parts and the dispatcher (measure/bench.py) and import nothing of minipods.measure,
+so any part can use them without an import circle.
 """
 
 from __future__ import annotations
@@ -94,3 +94,21 @@ def best_seconds(fn, min_time: float = 0.3, rounds: int = 3, device: str = "cpu"
                 break
         best = min(best, dt / k)
     return best
+
+
+def grpo_timer(model, optimizer, micro_batch_size: int, chunk_tokens: int = 512, max_grad_norm: float | None = 1.0,
+               device: str = "cpu"):
+    """update(batch, advantages) -> (seconds, grpo_update's output): one GRPO update as training runs it
+    (the shared-prompt pass), the device's queue drained before and after. Every timed update of the
+    package goes through it."""
+    from minipods.fast.update import shared_logprobs
+    from minipods.grpo import grpo_update
+
+    def update(batch, advantages):
+        sync(device)
+        t0 = time.perf_counter()
+        out = grpo_update(model, optimizer, batch, advantages, micro_batch_size=micro_batch_size,
+                          max_grad_norm=max_grad_norm, chunk_tokens=chunk_tokens, logprob_fn=shared_logprobs)
+        sync(device)
+        return time.perf_counter() - t0, out
+    return update

@@ -7,37 +7,18 @@ fixed_rollouts makes that set once, updater times one GRPO update on its first m
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import torch
 
 from minipods.cli import setting
-from minipods.measure.common import sync
+from minipods.measure.common import grpo_timer
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
-# ---------------------------------------------------------------- settings
 @dataclass
-class SpeedSettings:
-    """The speed half of the rollout and update parts (speed.py; BenchConfig inherits these fields)."""
-    speed_prompts: int = setting(4, "distinct prompts in the fast-vs-plain rollout and update measurements (--small: 4)")
-    speed_n: int = setting(8, "rollouts per prompt there (--small: 8)")
-    speed_m: int = setting(4, "kept rollouts per prompt in the fast-vs-plain update (--small: 4)")
-    speed_max_new_tokens: int = setting(64, "rollout length there (--small: 64; quick: 32)")
-    speed_temperature: float = setting(0.7, "sampling temperature there (--small: 0.7)")
-    speed_rounds: int = setting(2, "alternating fast/plain rollout rounds (quick: 1)")
-    speed_update_rounds: int = setting(1, "alternating fast/plain/unshared update rounds")
-
-
-SPEED_QUICK = dict(speed_max_new_tokens=32, speed_rounds=1)  # laid over the defaults by --quick
-SPEED_POSITIVE = ("speed_prompts", "speed_n", "speed_m", "speed_max_new_tokens", "speed_rounds",
-                  "speed_update_rounds")  # settings that must be >= 1
-
-
-@dataclass
-class BenchConfig(SpeedSettings):
+class BenchConfig:
     """What every part measures (speed_*: speed.py); `--quick` lays QUICK over these defaults, flags over both."""
     model: str = setting("smollm2-135m-instruct", "model for rollout/update/logprob/trl (offline default)")
     dtype: str = setting("auto", "auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16 | float16")
@@ -67,17 +48,25 @@ class BenchConfig(SpeedSettings):
     cuda_prompts: int = setting(1, "prompts per update in the cuda part (1: m=16 sequences; the paper's step: 8)")
     cuda_gen_n: int = setting(64, "rollouts of one prompt in the cuda part's generation (quick: 16)")
     cuda_gen_tokens: int = setting(512, "tokens per rollout in the cuda part's generation (quick: 128)")
+    speed_prompts: int = setting(4, "distinct prompts in the fast-vs-plain rollout and update measurements (--small: 4)")
+    speed_n: int = setting(8, "rollouts per prompt there (--small: 8)")
+    speed_m: int = setting(4, "kept rollouts per prompt in the fast-vs-plain update (--small: 4)")
+    speed_max_new_tokens: int = setting(64, "rollout length there (--small: 64; quick: 32)")
+    speed_temperature: float = setting(0.7, "sampling temperature there (--small: 0.7)")
+    speed_rounds: int = setting(2, "alternating fast/plain rollout rounds (quick: 1)")
+    speed_update_rounds: int = setting(1, "alternating fast/plain/unshared update rounds")
 
 
 # quick: the logprob batch (4 x 64 tokens) spans 4 chunks of 64, as the full run's 16 x 128 spans 4 of 512
 # (and the paper's micro-batch, 4 x 512 completion tokens, 4 of 512)
 QUICK = dict(max_new_tokens=64, repeats=1, logprob_batch=4, logprob_chunk=64,
              select_sizes=[16, 256, 4096, 65536, 1_000_000], trl_prompts=2, trl_n=4, trl_max_new_tokens=32,
-             cuda_gen_n=16, cuda_gen_tokens=128, **SPEED_QUICK)
+             cuda_gen_n=16, cuda_gen_tokens=128, speed_max_new_tokens=32, speed_rounds=1)
 
 POSITIVE = ("n", "max_new_tokens", "micro_batch_size", "repeats", "lora_r", "lora_alpha", "logprob_batch",
             "logprob_chunk", "trl_prompts", "trl_n", "trl_max_new_tokens", "cuda_m", "cuda_seq_tokens",
-            "cuda_prompts", "cuda_gen_n", "cuda_gen_tokens") + SPEED_POSITIVE  # settings that must be >= 1
+            "cuda_prompts", "cuda_gen_n", "cuda_gen_tokens", "speed_prompts", "speed_n", "speed_m", "speed_max_new_tokens",
+            "speed_rounds", "speed_update_rounds")  # settings that must be >= 1
 
 
 # ---------------------------------------------------------------- the shared context
@@ -89,9 +78,7 @@ class Context:
     device: str = "cpu"
     prompt: str = ""
     rollouts: object = None
-    parts: tuple = ()  # the parts of this run
-    by_name: bool = False  # the model was loaded by name (so a worker process can load it too)
-    memory: dict | None = None  # bench_memory.memory_in_worker's numbers, once measured
+    update_points: list | None = None  # the update part's phases.update_points, once it ran
 
 
 def fixed_rollouts(ctx: Context, cfg: BenchConfig):
@@ -108,21 +95,14 @@ def updater(model, ro, device: str, micro_batch_size: int):
     """update(m) -> (seconds, completion tokens): one GRPO update on the first m rollouts of `ro`,
     with the training defaults (optimizer, log-prob chunk, the shared-prompt pass) and 0/1 rewards
     (non-zero advantages)."""
-    from minipods.fast.update import shared_logprobs
-    from minipods.grpo import group_advantages, grpo_update
+    from minipods.grpo import group_advantages
     from minipods.train import make_config, make_optimizer
     tcfg = make_config()
-    optimizer = make_optimizer(model, tcfg, device)
+    timed = grpo_timer(model, make_optimizer(model, tcfg, device), micro_batch_size, tcfg.logprob_chunk, 1.0, device)
     rewards = torch.tensor([float(i % 2) for i in range(len(ro))])
 
     def update(m):
         idx = list(range(m))  # one fixed set: the first m rollouts of the same n
         batch = ro.select(idx)
-        adv = group_advantages(rewards[idx], batch.group)
-        sync(device)
-        t0 = time.perf_counter()
-        grpo_update(model, optimizer, batch, adv, micro_batch_size=micro_batch_size, max_grad_norm=1.0,
-                    chunk_tokens=tcfg.logprob_chunk, logprob_fn=shared_logprobs)
-        sync(device)
-        return time.perf_counter() - t0, int(batch.completion_mask.sum())
+        return timed(batch, group_advantages(rewards[idx], batch.group))[0], int(batch.completion_mask.sum())
     return update

@@ -16,8 +16,8 @@ accuracy / PODS's steps to it; 1 = no better per step). PODS reaches the target 
 time iff  gain > T_pods / T_grpo  (its wall-clock speed-up is gain * T_grpo / T_pods), and for a
 given gain the extra rollouts pay up to  n_max = (gain * T_grpo - update(P m) - a_r) / (b_r P).
 
-`python -m minipods.bench --parts costmodel` measures the two lines here (part_costmodel); the
-paper's L40S figures (GRPO n=m=16 at 7.5 s per step, PODS n=64 -> m=16 at 10.1 s per step: the
+`python -m minipods.bench --parts costmodel` fits the two lines (part_costmodel: its own rollout
+runs, the update part's timings); the paper's L40S figures (GRPO n=m=16 at 7.5 s per step, PODS n=64 -> m=16 at 10.1 s per step: the
 paper's single-GPU L40S run, Sec. 5) give the same arithmetic for contrast (`paper_l40s`). The planner
 (`python -m minipods.plan`) prices steps with the lines of such a run (`load_fit`), else with the two
 lines the paper's step times give (`paper_l40s_model`).
@@ -125,25 +125,22 @@ def implied_gain(speedup: float, pods_s: float, grpo_s: float) -> float:
 
 # ---------------------------------------------------------------- the bench part
 def part_costmodel(ctx, cfg) -> dict:
-    """Measure rollout seconds for n/4, n/2, n sequences (one batched generate each) and update seconds
-    for the --m-values kept (config.updater), fit both lines, and price n = --n against m = n/4."""
+    """Measure rollout seconds for n/4, n/2, n sequences (one batched generate each), take the update
+    part's seconds for the --m-values kept (phases.update_points), fit both lines, price n = --n
+    against m = n/4."""
     from minipods.fast.rollouts import generate_rollouts
-    from minipods.measure.config import fixed_rollouts, updater
+    from minipods.measure.phases import update_points
     n = cfg.n
-    gen_sizes = sorted({max(1, n // 4), max(1, n // 2), n})
     generate_rollouts(ctx.model, ctx.tok, [ctx.prompt], 2, max_new_tokens=4, batch_size=2)  # warm-up
     gen = []
-    for k in gen_sizes:
+    for k in sorted({max(1, n // 4), max(1, n // 2), n}):
         torch.manual_seed(cfg.seed)
         ro = generate_rollouts(ctx.model, ctx.tok, [ctx.prompt], k, max_new_tokens=cfg.max_new_tokens, batch_size=k)
         gen.append({"sequences": k, "seconds": ro.seconds, "tokens": ro.num_tokens})
-    if ctx.rollouts is None:  # the last set has n rows: reuse it as the update's fixed set
+    if ctx.rollouts is None:  # the last set has n rows: the update's fixed set
         ctx.rollouts = ro
-    ro = fixed_rollouts(ctx, cfg)
-    update = updater(ctx.model, ro, ctx.device, cfg.micro_batch_size)
-    ms = [m for m in cfg.m_values if m <= len(ro)]
-    update(ms[0])  # warm-up: optimizer state, lazy kernels
-    upd = [{"sequences": m, "seconds": update(m)[0]} for m in ms]
+    points = ctx.update_points or update_points(ctx, cfg, repeats=1, memory=False)  # the update part's, if it ran
+    upd = [{"sequences": p["m"], "seconds": p["seconds"]} for p in points]
     model = CostModel(fit_line([g["sequences"] for g in gen], [g["seconds"] for g in gen]),
                       fit_line([u["sequences"] for u in upd], [u["seconds"] for u in upd]))
     m = max(1, n // 4)
@@ -167,6 +164,3 @@ def rows_costmodel(r: dict) -> list[list[str]]:
     rows.append(["costmodel", f"paper L40S: GRPO {p['grpo_s']} s, PODS {p['n']}->{p['m']} {p['pods_s']} s per step",
                  f"pays iff gain > {fmt_x(p['break_even_gain'])}; its ~2x speed-up implies gain {p['gain']:.2f}"])
     return rows
-
-
-PART = (part_costmodel, rows_costmodel)  # what measure.bench._part registers as the "costmodel" part

@@ -88,6 +88,13 @@ def model_config(model: str):
                             "folder with config.json)")
 
 
+def kv_shape(cfg) -> tuple[int, int, int]:
+    """(layers, kv heads, head dim) of a transformers config: a cached token holds 2 x their product values."""
+    heads = cfg.num_attention_heads
+    return (cfg.num_hidden_layers, getattr(cfg, "num_key_value_heads", None) or heads,
+            getattr(cfg, "head_dim", None) or cfg.hidden_size // heads)
+
+
 def arch_of(cfg, name: str = "") -> Arch:
     """Build the model on the meta device (shapes only) and read off what memory depends on."""
     import torch
@@ -99,11 +106,10 @@ def arch_of(cfg, name: str = "") -> Arch:
     linears = tuple(tuple(m.weight.shape) for m in decoder.modules() if isinstance(m, torch.nn.Linear))
     in_linears = sum(o * i for o, i in linears)
     total = sum(p.numel() for p in model.parameters())  # tied weights are counted once
-    heads = cfg.num_attention_heads
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
-    return Arch(name or getattr(cfg, "_name_or_path", "") or cfg.model_type, cfg.num_hidden_layers, cfg.hidden_size,
-                cfg.intermediate_size, heads, getattr(cfg, "num_key_value_heads", None) or heads, head_dim,
-                cfg.vocab_size, linears, total - in_linears)
+    layers, kv_heads, head_dim = kv_shape(cfg)
+    return Arch(name or getattr(cfg, "_name_or_path", "") or cfg.model_type, layers, cfg.hidden_size,
+                cfg.intermediate_size, cfg.num_attention_heads, kv_heads, head_dim, cfg.vocab_size, linears,
+                total - in_linears)
 
 
 # ---------------------------------------------------------------- counts

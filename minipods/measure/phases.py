@@ -1,19 +1,25 @@
-"""The bench's in-process parts on one model: rollout throughput, update cost against m, log-prob memory.
+"""The bench's parts on one model: rollout throughput, update cost against m, log-prob memory, selection time.
 
-PODS's asymmetry (paper, Section 3) in three measurements on the same fixed set of n rollouts
-(config.fixed_rollouts): how much cheaper one batched generate is than n single calls, how the
-update's time and memory grow with the m rollouts it keeps, and what chunked log-probs save over a
-full-vocabulary log-softmax. The speed halves of the rollout and update parts are in speed.py.
+PODS's asymmetry (paper, Section 3) measured on one fixed set of n rollouts (config.fixed_rollouts):
+how much cheaper one batched generate is than n single calls, how the update's time and memory grow
+with the m rollouts it keeps, what chunked log-probs save over a full-vocabulary log-softmax, and how
+max-variance selection's time grows with n (one sort plus a scan: O(n log n), a log-log slope near 1
+once fixed per-call overhead stops dominating). The rollout and update parts end with their
+fast-vs-plain halves (speed.py). Memory comes from memory.MemoryMeter, in runs apart from the timed
+ones (the CPU meter records every op).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
-from minipods.measure.bench_memory import logprob_memory, update_memory
-from minipods.measure.common import fit_linear, fmt_mb, fmt_s, fmt_x, ratio
+from minipods.measure import speed
+from minipods.measure.common import best_seconds, fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, ratio, sync
 from minipods.measure.config import BenchConfig, Context, fixed_rollouts, updater
+from minipods.measure.memory import MemoryMeter
 
 
 # ---------------------------------------------------------------- rollout throughput
@@ -32,7 +38,8 @@ def part_rollout(ctx: Context, cfg: BenchConfig) -> dict:
         seq_tokens, seq_s = seq_tokens + r1.num_tokens, seq_s + r1.seconds
     seq = {"tokens": seq_tokens, "seconds": seq_s, "tokens_per_s": seq_tokens / seq_s if seq_s > 0 else float("nan")}
     return {"n": cfg.n, "max_new_tokens": cfg.max_new_tokens, "prompt_tokens": int(ro.prompt_mask[0].sum()),
-            "batched": batched, "sequential": seq, "ratio": ratio(batched["tokens_per_s"], seq["tokens_per_s"])}
+            "batched": batched, "sequential": seq, "ratio": ratio(batched["tokens_per_s"], seq["tokens_per_s"]),
+            "speed": speed.part_rollout_speed(ctx, cfg)}
 
 
 def rows_rollout(r: dict) -> list[list[str]]:
@@ -41,38 +48,44 @@ def rows_rollout(r: dict) -> list[list[str]]:
              f"{b['tokens_per_s']:.1f} tok/s ({b['tokens']} tok in {fmt_s(b['seconds'])})"],
             ["rollout", f"{r['n']} single-sequence generate calls",
              f"{s['tokens_per_s']:.1f} tok/s ({s['tokens']} tok in {fmt_s(s['seconds'])})"],
-            ["rollout", "batched / sequential tokens/s", fmt_x(r["ratio"])]]
+            ["rollout", "batched / sequential tokens/s", fmt_x(r["ratio"])]] + speed.rows_rollout_speed(r["speed"])
 
 
 # ---------------------------------------------------------------- update cost vs m
-def part_update(ctx: Context, cfg: BenchConfig) -> dict:
+def update_points(ctx: Context, cfg: BenchConfig, repeats: int | None = None, memory: bool = True) -> list[dict]:
+    """Median seconds (of `repeats`, default --repeats) and, with `memory`, peak memory of one update
+    for each --m-values m <= n on the fixed set (the update part's; the costmodel part reuses them)."""
     ro = fixed_rollouts(ctx, cfg)
-    ms = [m for m in cfg.m_values if m <= len(ro)]  # validate() saw to at least 2
     update = updater(ctx.model, ro, ctx.device, cfg.micro_batch_size)
-    peaks, where, exact = update_memory(ctx, cfg, update, ms)  # exact mode: here or in a fresh worker
-    update(ms[0])  # warm-up for the timing: optimizer state, lazy kernels
+    ms = [m for m in cfg.m_values if m <= len(ro)]  # validate() saw to at least 2
+    update(ms[0])  # warm-up: optimizer state, lazy kernels
     points = []
-    for m in ms:  # timing: the normal allocator, nothing else running
-        times = [update(m) for _ in range(max(1, cfg.repeats))]
-        points.append({"m": m, "seconds": float(np.median([t for t, _ in times])), "peak_mb": peaks[m],
-                       "tokens": times[0][1]})
+    for m in ms:
+        times = [update(m) for _ in range(max(1, repeats or cfg.repeats))]
+        points.append({"m": m, "seconds": float(np.median([t for t, _ in times])), "tokens": times[0][1]})
+        if memory:
+            with MemoryMeter(ctx.device) as mm:  # apart from the timed runs
+                update(m)
+            points[-1]["peak_mb"] = mm.delta_mb
+    return points
+
+
+def part_update(ctx: Context, cfg: BenchConfig) -> dict:
+    points = ctx.update_points = update_points(ctx, cfg)
     slope, intercept, r2 = fit_linear([p["m"] for p in points], [p["seconds"] for p in points])
     full = [p for p in points if p["m"] >= cfg.micro_batch_size]  # micro-batch full: memory should be flat
     mslope = fit_linear([p["m"] for p in full], [p["peak_mb"] for p in full])[0] if len(full) >= 2 else float("nan")
-    return {"n": len(ro), "micro_batch_size": cfg.micro_batch_size, "points": points, "memory_measured": where,
-            "exact_memory": exact,
+    return {"n": len(ctx.rollouts), "micro_batch_size": cfg.micro_batch_size, "points": points,
             "slope_s_per_rollout": slope, "intercept_s": intercept, "r2": r2, "mem_slope_mb_per_rollout": mslope,
             "mem_range_mb_full_micro_batch": [min(p["peak_mb"] for p in full), max(p["peak_mb"] for p in full)]
-            if full else None,
-            "time_ratio_max_min": ratio(points[-1]["seconds"], points[0]["seconds"]),
-            "m_ratio_max_min": points[-1]["m"] / points[0]["m"]}
+            if full else None, "time_ratio_max_min": ratio(points[-1]["seconds"], points[0]["seconds"]),
+            "m_ratio_max_min": points[-1]["m"] / points[0]["m"], "speed": speed.part_update_speed(ctx, cfg)}
 
 
 def rows_update(r: dict) -> list[list[str]]:
     rows = [["update", f"m={p['m']} of n={r['n']} ({p['tokens']} compl. tok), micro-batch {r['micro_batch_size']}",
              f"{fmt_s(p['seconds'])}, peak +{fmt_mb(p['peak_mb'])}"] for p in r["points"]]
-    rows.append(["update", "fit: time = a + slope * m",
-                 f"slope {r['slope_s_per_rollout']:.3f} s per kept rollout "
+    rows.append(["update", "fit: time = a + slope * m", f"slope {r['slope_s_per_rollout']:.3f} s per kept rollout "
                  f"(a={r['intercept_s']:.2f} s, R²={r['r2']:.3f})"])
     rows.append(["update", f"time m={r['points'][-1]['m']} / m={r['points'][0]['m']}",
                  f"{fmt_x(r['time_ratio_max_min'])} (m ratio {r['m_ratio_max_min']:.0f}x)"])
@@ -80,7 +93,7 @@ def rows_update(r: dict) -> list[list[str]]:
         lo, hi = r["mem_range_mb_full_micro_batch"]
         rows.append(["update", f"peak memory for m >= micro-batch {r['micro_batch_size']}",
                      f"{fmt_mb(lo)} .. {fmt_mb(hi)} (slope {r['mem_slope_mb_per_rollout']:+.0f} MB per kept rollout)"])
-    return rows
+    return rows + speed.rows_update_speed(r["speed"])
 
 
 # ---------------------------------------------------------------- log-prob memory
@@ -88,16 +101,41 @@ def part_logprob(ctx: Context, cfg: BenchConfig) -> dict:
     """Chunked vs naive log-probs, forward+backward on one batch, without and with gradient
     checkpointing of the backbone (the paper recipe uses it; it removes most backbone activations,
     so what is left is mostly the head's (tokens x vocab) logits, which chunking bounds)."""
+    from minipods.grpo import naive_token_logprobs, token_logprobs
     from minipods.model import base_model_of
     ro = fixed_rollouts(ctx, cfg)
     b = ro.select(list(range(min(cfg.logprob_batch, len(ro)))))
-    base = base_model_of(ctx.model)
-    runs, where = logprob_memory(ctx, cfg, b)  # chunked vs naive, without and with checkpointing
+    model, base, args = ctx.model, base_model_of(ctx.model), (b.prompt_ids, b.prompt_mask, b.completion_ids,
+                                                              b.completion_mask)
+
+    def run(fn, **kw):
+        model.zero_grad(set_to_none=True)
+        with MemoryMeter(ctx.device) as mm:
+            logp = fn(model, *args, **kw)
+            (-(logp.sum()) / max(int(b.completion_mask.sum()), 1)).backward()
+            sync(ctx.device)
+        model.zero_grad(set_to_none=True)
+        return logp.detach().float().cpu(), {"peak_mb": mm.delta_mb}
+
+    model.train()
+    with torch.no_grad():  # warm-up
+        token_logprobs(model, *[a[:1] for a in args], chunk_tokens=cfg.logprob_chunk)
+    runs, mask = {}, b.completion_mask.bool()
+    for name, ckpt in (("plain", False), ("grad_ckpt", True)):
+        if ckpt:
+            base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        try:
+            lp_c, chunked = run(token_logprobs, chunk_tokens=cfg.logprob_chunk)
+            lp_n, naive = run(naive_token_logprobs)
+        finally:
+            if ckpt:
+                base.gradient_checkpointing_disable()
+        runs[name] = {"chunked": chunked, "naive": naive, "ratio": ratio(naive["peak_mb"], chunked["peak_mb"]),
+                      "max_abs_diff": float((lp_c - lp_n)[mask].abs().max()) if mask.any() else 0.0}
     return {"batch_size": len(b), "seq_len": b.prompt_ids.shape[1] + b.completion_ids.shape[1],
             "completion_tokens": int(b.completion_mask.sum()), "vocab": base.get_output_embeddings().weight.shape[0],
-            "chunk_tokens": cfg.logprob_chunk, "runs": runs, "memory_measured": where,
-            "ratio": runs["plain"]["ratio"], "ratio_grad_ckpt": runs["grad_ckpt"]["ratio"],
-            "max_abs_diff": max(r["max_abs_diff"] for r in runs.values())}
+            "chunk_tokens": cfg.logprob_chunk, "runs": runs, "ratio": runs["plain"]["ratio"],
+            "ratio_grad_ckpt": runs["grad_ckpt"]["ratio"], "max_abs_diff": max(r["max_abs_diff"] for r in runs.values())}
 
 
 def rows_logprob(r: dict) -> list[list[str]]:
@@ -111,4 +149,28 @@ def rows_logprob(r: dict) -> list[list[str]]:
                  ["logprob", f"{label}: naive full-vocab log_softmax, {what}", f"peak +{fmt_mb(n['peak_mb'])}"],
                  ["logprob", f"{label}: naive / chunked peak memory", fmt_x(x["ratio"])]]
     rows.append(["logprob", "max abs diff, chunked vs naive log-probs", f"{r['max_abs_diff']:.2e}"])
+    return rows
+
+
+# ---------------------------------------------------------------- selection time vs n
+def part_select(ctx: Context, cfg: BenchConfig, m_frac: float = 0.25) -> dict:
+    from minipods.downsample import max_variance
+    rng = np.random.default_rng(cfg.seed)
+    secs, ms = [], []
+    for n in cfg.select_sizes:
+        r = rng.integers(0, 2, n) + 0.025 * rng.integers(0, 5, n)  # correctness + format bonus, as total_reward
+        ms.append(max(1, int(n * m_frac)))
+        secs.append(best_seconds(lambda: max_variance(r, ms[-1]), min_time=0.02 if cfg.quick else 0.1,
+                                 rounds=2 if cfg.quick else 3))
+    big = [(n, s) for n, s in zip(cfg.select_sizes, secs) if n >= 1024]
+    return {"sizes": list(cfg.select_sizes), "m": ms, "m_frac": m_frac, "seconds": secs,
+            "exponent": fit_power_law(cfg.select_sizes, secs)[0],
+            "exponent_large_n": fit_power_law(*zip(*big))[0] if len(big) >= 2 else float("nan")}
+
+
+def rows_select(r: dict) -> list[list[str]]:
+    rows = [["select", f"max_variance n={n:,}, m={m:,}", fmt_s(s)] for n, m, s in zip(r["sizes"], r["m"], r["seconds"])]
+    rows.append(["select", "growth exponent (log-log slope), all n", f"{r['exponent']:.2f}"])
+    if math.isfinite(r["exponent_large_n"]):
+        rows.append(["select", "growth exponent, n >= 1024", f"{r['exponent_large_n']:.2f}"])
     return rows

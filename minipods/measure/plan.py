@@ -12,7 +12,7 @@ each phase's peak broken into its parts, whether it fits with the headroom left 
 candidate (n, m), the largest that fit, seconds per step of GRPO and PODS and the break-even gain
 (minipods.measure.costmodel: fitted lines from --costmodel, else the paper's L40S step times), and a
 verdict. The parts are counted from the architecture (minipods.measure.footprint) or measured on a CPU
-(minipods.measure.activations, measured by minipods.measure.shallow); peaks are allocated bytes (CUDA's max_memory_allocated), and the
+(minipods.measure.activations, measured by scripts/measure_terms.py); peaks are allocated bytes (CUDA's max_memory_allocated), and the
 headroom stands for the CUDA context and the allocator's slack. Worst case throughout: every prompt
 --max-prompt-tokens long, every completion --max-new-tokens long. Defaults: --preset paper.
 """
@@ -60,6 +60,8 @@ class PlanConfig:
     logprob_chunk: int | None = setting(None, "tokens per chunk of the log-prob computation")
     eval_batch_size: int | None = setting(None, "sequences per generate() call at evaluation (greedy: questions at once)")
     eval_max_new_tokens: int | None = setting(None, "completion limit at evaluation (0 = --max-new-tokens)")
+    terms: str | None = setting(None, "JSON of `python scripts/measure_terms.py --output FILE`: the measured terms "
+                                      "of a model the planner holds none for")
     costmodel: str | None = setting(None, "JSON of `python -m minipods.bench --parts costmodel --output FILE` (fitted "
                                           "lines; else the paper's L40S step times)")
 
@@ -120,28 +122,29 @@ class ModelTerms:
     arch: F.Arch
     update: dict  # gradient checkpointing (bool) -> activations.UpdateTerms
     gen: A.GenTerms
-    source: str  # "stored" or "measured now"
+    source: str  # "stored" or "measured (FILE)"
 
 
-_MEASURED: dict = {}
+def model_terms(model: str, quantize: str | None, terms_file: str | None = None) -> ModelTerms:
+    """The architecture (meta device) and the measured terms: stored for the known models, else read
+    from `terms_file` (`python scripts/measure_terms.py --models MODEL --output FILE`: seconds for a
+    shrunk twin, minutes at full width)."""
+    import json
 
-
-def model_terms(model: str, quantize: str | None, log=lambda s: None) -> ModelTerms:
-    """The architecture (meta device) and the measured terms: stored for the known models, else measured
-    now on a CPU (seconds for a shrunk twin, minutes at full width)."""
     cfg = F.model_config(model)
     name = model.removeprefix("random:")
-    arch = F.arch_of(cfg, name)
     q = quantize or "none"
     held = {ckpt: A.stored_terms(name, q, ckpt) for ckpt in (False, True)}
     if all(held.values()):
-        return ModelTerms(arch, {ckpt: t[0] for ckpt, t in held.items()}, held[True][1], "stored")
-    if (model, q) not in _MEASURED:  # measured once per process
-        log(f"{PROG}: no stored terms for {model} ({q}): measuring them on this CPU ...")
-        from minipods.measure.shallow import measure_terms
-        _MEASURED[model, q] = measure_terms(cfg, quantize, log=log)
-    t = _MEASURED[model, q]
-    return ModelTerms(arch, t["update"], t["gen"], "measured now")
+        return ModelTerms(F.arch_of(cfg, name), {ckpt: t[0] for ckpt, t in held.items()}, held[True][1], "stored")
+    if not terms_file:
+        raise ValueError(f"no stored terms for {model} ({q}): measure them with python scripts/measure_terms.py "
+                         f"--models {model} --quantize {q} --output FILE, then pass --terms FILE")
+    t = json.loads(open(terms_file).read()).get(q)
+    if t is None:
+        raise ValueError(f"{terms_file} holds no terms for --quantize {q}")
+    update = {ckpt: A.UpdateTerms(**t["update"][str(ckpt)]) for ckpt in (False, True)}
+    return ModelTerms(F.arch_of(cfg, name), update, A.GenTerms(**t["gen"]), f"measured ({terms_file})")
 
 
 # ---------------------------------------------------------------- the two phases
@@ -260,10 +263,10 @@ def cost_model(pc: PlanConfig, r: Recipe):
                                   "512 + 512 tokens)".format(**p) + ("" if same else ", NOT this model or length"))
 
 
-def plan(pc: PlanConfig, log=lambda s: None) -> dict:
+def plan(pc: PlanConfig) -> dict:
     """Everything the planner prints, as numbers: the recipe, both phases, the candidates, the maxima."""
     r = make_recipe(pc)
-    t = model_terms(r.model, r.quantize, log)
+    t = model_terms(r.model, r.quantize, pc.terms)
     cm, source = cost_model(pc, r)
     rows = []
     for n, m in candidates(r):
@@ -376,7 +379,7 @@ def main(argv=None) -> int:
         return int(e.code or 0)
     pc = PlanConfig(**overrides(args, PlanConfig))
     try:
-        p = plan(pc, log=lambda s: print(s, file=sys.stderr, flush=True))
+        p = plan(pc)
     except (ValueError, OSError) as e:
         return fail(PROG, e)
     print(format_plan(p, pc))

@@ -2,8 +2,8 @@
 
 Paper (Section 3): PODS assumes the inference phase is cheap next to the update. That holds only
 if the rollout code runs near what the hardware allows; these measurements say how near. They are
-the second half of `python -m minipods.bench`'s rollout and update parts (measure/bench.py registers
-them with `with_speed`), at the --small preset's shape (4 prompts x n=8, 64 new tokens, T=0.7, m=4):
+the second half of `python -m minipods.bench`'s rollout and update parts (phases.py calls them), at
+the --small preset's shape (4 prompts x n=8, 64 new tokens, T=0.7, m=4):
 
   rollout  the fast engine's generate_rollouts (minipods.fast.rollouts: shared prefill, inverse-CDF
            sampler, folded adapter, oneDNN packed weights, in-place KV cache) vs a plain
@@ -12,7 +12,7 @@ them with `with_speed`), at the --small preset's shape (4 prompts x n=8, 64 new 
            load). Also this machine's matmul TFLOP/s (bf16, fp32) and memory GB/s (small
            microbenchmarks), the roofline time of one decode step at the measured shape
            (weights + KV cache read / GB/s vs FLOPs / TFLOP/s, the larger) and the achieved time
-           per decode step as "N x the limit"; then each switchable lever turned off alone.
+           per decode step as "N x the limit" (scripts/decode_step.py takes the step apart).
   update   grpo_update with the shared-prompt pass (logprob_fn=fast.update.shared_logprobs: each
            distinct prompt run once per micro-batch) vs a plain PyTorch GRPO step on the same rows
            (forward each [prompt | completion] row, full log_softmax, gather, backward), and vs
@@ -30,6 +30,8 @@ import torch
 
 from minipods.fast.inference import PackedLinear, folded_copy
 from minipods.measure.common import best_seconds, fmt_s, fmt_x
+from minipods.measure.footprint import kv_shape
+from minipods.model import base_model_of
 
 
 # ---------------------------------------------------------------- machine limits
@@ -75,8 +77,7 @@ def decode_roofline(model, batch: int, context: float, limits: dict) -> dict:
     of the blocks and the LM head as stored (float32 in an upcast copy; LoRA factors left out, as a
     folded copy has none); KV cache in the embeddings' dtype; FLOPs at the TFLOP/s of the head's
     dtype (the matmuls' dtype)."""
-    cfg = model.config
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    cfg, base = model.config, base_model_of(model)
     blocks = base.get_decoder().layers
     mats = [t for n, t in list(blocks.named_parameters()) + list(blocks.named_buffers())
             if t.dim() == 2 and "lora_" not in n]
@@ -84,11 +85,9 @@ def decode_roofline(model, batch: int, context: float, limits: dict) -> dict:
     head = base.get_output_embeddings().weight
     n_w = sum(t.numel() for t in mats) + packed + head.numel()
     w_bytes = sum(t.numel() * t.element_size() for t in mats) + 4 * packed + head.numel() * head.element_size()
-    heads = cfg.num_attention_heads
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
-    bytes_read, flops = decode_step_cost(n_w, w_bytes, batch, cfg.num_hidden_layers, heads,
-                                         getattr(cfg, "num_key_value_heads", heads) or heads, head_dim, context,
-                                         base.get_input_embeddings().weight.element_size())
+    layers, kv_heads, head_dim = kv_shape(cfg)
+    bytes_read, flops = decode_step_cost(n_w, w_bytes, batch, layers, cfg.num_attention_heads, kv_heads, head_dim,
+                                         context, base.get_input_embeddings().weight.element_size())
     dtype = "fp32" if head.dtype == torch.float32 else "bf16"
     return {"batch": batch, "context": context, "weight_mb": w_bytes / 2 ** 20, "kv_mb": (bytes_read - w_bytes) / 2 ** 20,
             "gflop": flops / 1e9, "matmul_dtype": dtype,
@@ -108,10 +107,9 @@ def plain_generate(model, tok, prompts: list[str], n: int, max_new_tokens: int, 
 
 
 def rollout_speed(model, tok, prompts: list[str], n: int = 8, max_new_tokens: int = 64, temperature: float = 0.7,
-                  rounds: int = 2, seed: int = 0, limits: dict | None = None, ablate: bool = True) -> dict:
+                  rounds: int = 2, seed: int = 0, limits: dict | None = None) -> dict:
     """The fast engine's generate_rollouts vs plain_generate at one shape, alternating `rounds` times
-    (each after a short warm-up); tokens/s are total real tokens over total seconds of each side.
-    ablate: also lever_ablation (each lever off alone) at the same shape."""
+    (each after a short warm-up); tokens/s are total real tokens over total seconds of each side."""
     from minipods.fast.rollouts import generate_rollouts
 
     generate_rollouts(model, tok, prompts[:1], 2, max_new_tokens=4, temperature=temperature)  # warm-up
@@ -142,36 +140,7 @@ def rollout_speed(model, tok, prompts: list[str], n: int = 8, max_new_tokens: in
             "ratio": f["tokens_per_s"] / p["tokens_per_s"],
             "fast_parts_s": {k: sum(m[k] for m in meta) / len(meta) for k in ("fold_s", "prefill_s", "decode_s")},
             "levers": {k: meta[0][k] for k in ("folded", "shared_prefill", "packed", "fused_siblings", "grown_in_place")},
-            "limits": limits, "roofline": roof, "decode_step_s": step_s, "x_limit": step_s / roof["limit_s"],
-            "levers_alone": lever_ablation(model, tok, prompts, n, max_new_tokens, temperature, rounds, seed)
-            if ablate else {}}
-
-
-LEVERS = {"all levers": {}, "without the oneDNN packed weights": {"pack_weights": False},
-          "without the fused q/k/v and gate/up": {"fuse_siblings": False},
-          "without the in-place KV cache": {"grow_in_place": False},
-          "without the folded copy (nor packing)": {"fold_adapter": False}}
-
-
-def lever_ablation(model, tok, prompts: list[str], n: int, max_new_tokens: int, temperature: float,
-                   rounds: int = 2, seed: int = 0) -> dict:
-    """Each switchable lever of the fast engine turned off alone (LEVERS), alternating with the
-    others `rounds` times at one shape: seconds per decode step and real tokens/s of each."""
-    from minipods.fast.rollouts import generate_rollouts
-
-    out = {k: {"decode_s": 0.0, "steps": 0, "seconds": 0.0, "tokens": 0} for k in LEVERS}
-    for r in range(rounds):
-        for name, kw in LEVERS.items():
-            torch.manual_seed(seed + r)
-            ro = generate_rollouts(model, tok, prompts, n, max_new_tokens=max_new_tokens, temperature=temperature,
-                                   batch_size=len(prompts) * n, **kw)
-            o = out[name]
-            o["decode_s"] += ro.meta["decode_s"]
-            o["steps"] += ro.meta["steps"]
-            o["seconds"] += ro.seconds
-            o["tokens"] += ro.num_tokens
-    return {k: {"decode_step_s": o["decode_s"] / o["steps"], "tokens_per_s": o["tokens"] / o["seconds"]}
-            for k, o in out.items()}
+            "limits": limits, "roofline": roof, "decode_step_s": step_s, "x_limit": step_s / roof["limit_s"]}
 
 
 def rows_rollout_speed(r: dict) -> list[list[str]]:
@@ -189,9 +158,7 @@ def rows_rollout_speed(r: dict) -> list[list[str]]:
         ["rollout", f"decode step limit (batch {roof['batch']}, context {roof['context']:.0f}, {roof['matmul_dtype']} matmuls)",
          f"{fmt_s(roof['limit_s'])} ({roof['bound']}-bound: {roof['weight_mb'] + roof['kv_mb']:.0f} MB read "
          f"= {fmt_s(roof['memory_s'])}, {roof['gflop']:.1f} GFLOP = {fmt_s(roof['compute_s'])})"],
-        ["rollout", "achieved decode step", f"{fmt_s(r['decode_step_s'])} = {r['x_limit']:.1f} x the limit"],
-    ] + [["rollout", f"levers: {k}", f"{fmt_s(v['decode_step_s'])}/decode step, {v['tokens_per_s']:.1f} tok/s"]
-         for k, v in r.get("levers_alone", {}).items()]
+        ["rollout", "achieved decode step", f"{fmt_s(r['decode_step_s'])} = {r['x_limit']:.1f} x the limit"]]
 
 
 # ---------------------------------------------------------------- update: fast vs plain GRPO step
@@ -291,14 +258,3 @@ def part_update_speed(ctx, cfg) -> dict:
     batch = kept_batch(ctx.model, ctx.tok, _prompts(ctx, cfg), cfg.speed_n, cfg.speed_m, cfg.speed_max_new_tokens,
                        cfg.speed_temperature, cfg.seed)
     return update_speed(ctx.model, batch, cfg.micro_batch_size, cfg.speed_temperature, rounds=cfg.speed_update_rounds)
-
-
-SPEED = {"rollout": (part_rollout_speed, rows_rollout_speed), "update": (part_update_speed, rows_update_speed)}
-
-
-def with_speed(name: str, run, rows):
-    """bench's (run, rows) pair of part `name` with this module's measurements added: results under
-    "speed", rows after the part's own."""
-    speed_run, speed_rows = SPEED[name]
-    return (lambda ctx, cfg: {**run(ctx, cfg), "speed": speed_run(ctx, cfg)},
-            lambda r: rows(r) + speed_rows(r["speed"]))

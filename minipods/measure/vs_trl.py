@@ -17,7 +17,7 @@ import torch
 
 from minipods.measure.common import fmt_mb, fmt_s, fmt_x, ratio, set_threads, sync
 from minipods.measure.config import BenchConfig
-from minipods.measure.memory import MemoryMeter, rss_mb, run_worker
+from minipods.measure.memory import peak_mb, reset_peak, rss_mb, run_worker
 
 TRL_SKIP_MSG = "skipped (pip install -r requirements-trl.txt)"
 
@@ -36,11 +36,11 @@ def _trl_settings(cfg: BenchConfig, device: str) -> dict:
                 max_prompt_tokens=512, top_k=0)  # minipods samples without top-k; TRL: 0 = off
 
 
-def part_trl(cfg: BenchConfig, device: str) -> dict:
+def part_trl(ctx, cfg: BenchConfig) -> dict:
     if not trl_available():
         return {"skipped": TRL_SKIP_MSG}
     import importlib.metadata
-    s = _trl_settings(cfg, device)
+    s = _trl_settings(cfg, ctx.device)
     mp = run_worker("minipods.measure.vs_trl:worker_minipods_step", s)
     tr = run_worker("minipods.measure.vs_trl:worker_trl_step", s)
     out = {"settings": s, "trl_version": importlib.metadata.version("trl"), "minipods": mp, "trl": tr}
@@ -100,6 +100,18 @@ def rows_trl(r: dict) -> list[list[str]]:
 
 
 # ---------------------------------------------------------------- the two workers (fresh processes)
+def _peak_start(device: str) -> float:
+    """Reset the process's peak (memory.reset_peak) and return the memory held now, in MiB."""
+    reset_peak(device)
+    return torch.cuda.memory_allocated() / 2**20 if device.startswith("cuda") else rss_mb()
+
+
+def _peak_since(device: str, base: float) -> dict:
+    """The process's peak since _peak_start (CUDA: allocated bytes; CPU: resident set size) and its increase."""
+    peak = peak_mb(device)
+    return {"peak_mb": peak, "peak_delta_mb": peak - base, "memory_kind": "cuda" if device.startswith("cuda") else "rss"}
+
+
 def worker_minipods_step(a: dict) -> dict:
     from minipods.data import synthetic_problems
     from minipods.model import load_policy
@@ -119,13 +131,13 @@ def worker_minipods_step(a: dict) -> dict:
     items = synthetic_problems(a["prompts"], seed=a["seed"])
     load_mb = torch.cuda.memory_allocated() / 2**20 if device.startswith("cuda") else rss_mb()
     run_step(model, tok, optimizer, cfg, items, 1)
-    with MemoryMeter(device) as mm:
-        t0, c0 = time.perf_counter(), time.process_time()
-        row = run_step(model, tok, optimizer, cfg, items, 2)
-        sync(device)
-        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    base = _peak_start(device)
+    t0, c0 = time.perf_counter(), time.process_time()
+    row = run_step(model, tok, optimizer, cfg, items, 2)
+    sync(device)
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {"step_s": dt, "step_cpu_s": cpu, "rollout_s": row["rollout_s"], "update_s": row["update_s"],
-            "peak_delta_mb": mm.delta_mb, "peak_mb": mm.peak_mb, "memory_kind": mm.kind, "after_load_mb": load_mb,
+            **_peak_since(device, base), "after_load_mb": load_mb,
             "tokens": row["tokens"],
             "process_max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "threads": torch.get_num_threads()}
@@ -191,15 +203,14 @@ def _step_timer(device: str, gen: dict, res: dict):
         def on_step_end(self, args, state, control, **kw):
             sync(device)
             if state.global_step == 1:
-                self.mm = MemoryMeter(device).__enter__()
+                self.base = _peak_start(device)
                 self.t0, self.c0, gen["s"] = time.perf_counter(), time.process_time(), 0.0
             elif state.global_step == 2:
                 res["step_s"] = time.perf_counter() - self.t0
                 res["step_cpu_s"] = time.process_time() - self.c0
                 res["rollout_s"] = gen["s"]
                 res["update_s"] = res["step_s"] - gen["s"]
-                self.mm.__exit__(None, None, None)
-                res.update(peak_delta_mb=self.mm.delta_mb, peak_mb=self.mm.peak_mb, memory_kind=self.mm.kind)
+                res.update(_peak_since(device, self.base))
     return StepTimer()
 
 

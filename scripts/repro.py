@@ -1,4 +1,4 @@
-"""Where do two runs of the same seed part? `python -m minipods.measure.repro`.
+"""Where do two runs of the same seed part? `python scripts/repro.py`.
 
 Seeded runs should repeat bit for bit on one machine and thread count; when one does not, the
 question is which op first computed something else. This tool runs the same training steps twice
@@ -24,9 +24,7 @@ from pathlib import Path
 import torch
 
 from minipods.cli import fail
-from minipods.data import load_task
-from minipods.model import load_policy
-from minipods.train import make_config, make_optimizer, run_step
+from minipods.train import _setup, make_config, make_optimizer, run_step
 
 _INT_OF_WIDTH = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
@@ -72,19 +70,11 @@ class Recorder:
 
 
 def record_run(cfg, steps: int, policy=None) -> list[tuple[str, str]]:
-    """Fingerprints of `steps` training steps from a fresh policy (the seeds train() sets).
-    policy: a callable returning a fresh (model, tokenizer) (default: load cfg.model on the CPU)."""
-    import random
-
-    import numpy as np
-
-    random.seed(cfg.seed)
-    np.random.seed(cfg.seed)
-    torch.manual_seed(cfg.seed)
-    items, _ = load_task(cfg.data, "train", cfg.data_dir, seed=cfg.seed, level=cfg.synthetic_level, notice=False)
-    model, tok = policy() if policy else load_policy(cfg.model, quantize=cfg.quantize, lora_r=cfg.lora_r,
-                                                     lora_alpha=cfg.lora_alpha, dtype=cfg.dtype, device="cpu")
-    optimizer = make_optimizer(model, cfg, "cpu")
+    """Fingerprints of `steps` training steps from a fresh policy, set up as train() sets it up (seeds,
+    data, policy: minipods.train._setup). policy: a callable returning a fresh (model, tokenizer)
+    (default: load cfg.model as training does)."""
+    items, _, _, model, tok, device = _setup(cfg, *(policy() if policy else (None, None)))
+    optimizer = make_optimizer(model, cfg, device)
     rec = Recorder(model)
     params = {n: p for n, p in model.named_parameters() if p.requires_grad}
     step_fn = optimizer.step
@@ -160,7 +150,7 @@ def index_backward_check(passes: int = 30, threads: int = 2) -> dict:
 def build_parser() -> argparse.ArgumentParser:
     from minipods.cli import Parser
 
-    p = Parser(prog="python -m minipods.measure.repro", description=__doc__.split("\n\n")[0])
+    p = Parser(prog="python scripts/repro.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=4, help="training steps per run (default: 4)")
     p.add_argument("--seed", type=int, default=0, help="the runs' seed (default: 0)")
     p.add_argument("--preset", default="small", help="train preset (default: small)")
@@ -190,7 +180,7 @@ def main(argv=None) -> int:
             return 0
         b = json.loads(Path(args.against).read_text()) if args.against else record_run(cfg, args.steps)
     except (ValueError, OSError) as e:
-        return fail("minipods.measure.repro", e)
+        return fail("scripts/repro.py", e)
     diff = first_difference(a, [tuple(x) for x in b])
     if diff is None:
         print(f"identical: {len(a)} fingerprints of {args.steps} step(s), seed {args.seed}, "

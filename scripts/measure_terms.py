@@ -1,11 +1,11 @@
-"""Measuring the planner's terms on a CPU: `python -m minipods.measure.shallow`.
+"""Measuring the planner's terms on a CPU: `python scripts/measure_terms.py`.
 
-minipods.measure.activations says what the terms are and how they combine; this measures them. The
-model's architecture is built shallow (1 and 2 layers, its real width, a 512-token vocabulary, random
-weights), loaded exactly as training loads it (minipods.model.load_policy: 4-bit or bf16 base, LoRA,
-gradient checkpointing or not, bf16 compute: the GPU's dtypes) and run on small batches on the CPU,
-with one torch thread (kernels' scratch memory depends on the thread count), under two meters of
-minipods.measure.memory:
+minipods.measure.activations says what the terms are and how they combine, and holds the known
+models' terms (STORED_*); this measures them. The model's architecture is built shallow (1 and 2
+layers, its real width, a 512-token vocabulary, random weights), loaded exactly as training loads it
+(minipods.model.load_policy: 4-bit or bf16 base, LoRA, gradient checkpointing or not, bf16 compute:
+the GPU's dtypes) and run on small batches on the CPU, with one torch thread (kernels' scratch memory
+depends on the thread count), under two meters of minipods.measure.memory:
 
   peak_saved_bytes      what autograd holds for backward: the saved activations
   peak_allocated_bytes  every allocation, kernels' temporaries included (the CPU analogue of CUDA's
@@ -13,14 +13,17 @@ minipods.measure.memory:
 
 The per-layer terms come from the 1- and 2-layer models and are checked against a deeper one
 (`--check-layers 4`); the vocabulary's and the optimizer step's buffers from a narrow twin with a
-large vocabulary (`--buffers`). Its output is the STORED_* tables and buffer constants of
-minipods/measure/activations.py; tests/test_plan.py measures again on shrunk twins.
+large vocabulary (`--buffers`). Its printout is the STORED_* tables and buffer constants of
+activations.py; `--check-stored` measures the stored values again (minutes: the 0.5B model at full
+width) and exits 1 if one moved; `--output FILE` writes a model's terms for `python -m minipods.plan
+--terms FILE` (a model without stored terms).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import sys
 import tempfile
 from dataclasses import asdict
@@ -28,8 +31,13 @@ from pathlib import Path
 
 import torch
 
-from minipods.measure.activations import (LORA_R, GenTerms, decode_buffers, decode_cache_bytes, fit_gen, fit_update,
-                                          predict_update)
+import numpy as np
+
+from minipods.cli import Parser, fail
+from minipods.measure import activations as A
+from minipods.measure.activations import LORA_R, GenTerms, UpdateTerms, decode_buffers, decode_cache_bytes, predict_update
+from minipods.measure.footprint import kv_shape, model_config
+from minipods.measure.gpu import update_batch
 from minipods.measure.memory import peak_allocated_bytes, peak_saved_bytes
 
 MEASURE_VOCAB = 512  # holds the twin tokenizer's 259 ids; the vocabulary's own terms are measured apart
@@ -72,19 +80,6 @@ def _load(folder: Path, quantize: str | None, ckpt: bool, lora_r: int = LORA_R):
     model, tok = load_policy(str(folder), quantize=quantize, lora_r=lora_r, lora_alpha=lora_r, dtype="bfloat16",
                              device="cpu", gradient_checkpointing=ckpt)
     return model, tok
-
-
-def update_batch(rows: int, tokens: int, vocab: int, seed: int = 0, prompt_tokens: int | None = None):
-    """(prompt_ids, prompt_mask, completion_ids, completion_mask): `prompt_tokens` (default: half) of the
-    row's `tokens` prompt, the rest completion, with padding as rollouts have it (one row's prompt
-    left-padded, another's completion cut short)."""
-    g = torch.Generator().manual_seed(seed)
-    P = tokens // 2 if prompt_tokens is None else prompt_tokens
-    C = tokens - P
-    pm, cm = torch.ones(rows, P, dtype=torch.long), torch.ones(rows, C, dtype=torch.long)
-    pm[0, :P // 4] = 0
-    cm[-1, C - C // 4:] = 0
-    return torch.randint(3, vocab, (rows, P), generator=g), pm, torch.randint(3, vocab, (rows, C), generator=g), cm
 
 
 def measure_micro_batch(model, rows: int, tokens: int, chunk: int = 512, seed: int = 0) -> dict:
@@ -130,9 +125,8 @@ def measure_prefill(model, prompts: int, tokens: int, seed: int = 0) -> dict:
 
 
 def kv_per_token(config, element_bytes: int) -> int:
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-    kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
-    return 2 * config.num_hidden_layers * kv_heads * head_dim * element_bytes
+    layers, kv_heads, head_dim = kv_shape(config)
+    return 2 * layers * kv_heads * head_dim * element_bytes
 
 
 def measure_decode(model, tok, rows: int, prompt_tokens: int, new_tokens: int, element_bytes: int,
@@ -159,6 +153,29 @@ def measure_decode(model, tok, rows: int, prompt_tokens: int, new_tokens: int, e
     return {"rows": rows, "vocab": vocab, "allocated": allocated, "kv": cache["prefill"] + cache["rows"],
             "growth": cache["growth"],
             "prompt_tokens": ro.prompt_ids.shape[1], "steps": ro.meta["steps"]}
+
+
+# ---------------------------------------------------------------- fits
+def _lstsq(rows: list[list[float]], ys: list[float]) -> list[float]:
+    return [float(x) for x in np.linalg.lstsq(np.array(rows, dtype=float), np.array(ys, dtype=float), rcond=None)[0]]
+
+
+def fit_update(points: list[dict]) -> UpdateTerms:
+    """UpdateTerms from micro-batch points of 1- and 2-layer models (measure_micro_batch + "layers")."""
+    feats = [[p["rows"] * p["tokens"], p["rows"] * p["tokens"] * p["layers"], p["rows"] * p["tokens"] ** 2,
+              p["rows"] * p["tokens"] ** 2 * p["layers"]] for p in points]
+    saved = _lstsq(feats, [p["saved"] for p in points])
+    work = _lstsq([[1.0, p["rows"] * p["tokens"], p["rows"] * p["tokens"] ** 2] for p in points],
+                  [p["allocated"] - p["saved"] for p in points])
+    return UpdateTerms(*saved, *work)
+
+
+def fit_gen(prefill: list[dict], decode: list[dict], quantize: str | None) -> GenTerms:
+    pre = _lstsq([[1.0, p["prompts"] * p["positions"], p["prompts"] * p["positions"] ** 2] for p in prefill],
+                 [p["allocated"] - p["kv"] for p in prefill])
+    # with a 512-token vocabulary the last step peaks inside a layer: what is left there is decode_0
+    rest = [d["allocated"] - d["kv"] - d["growth"] for d in decode]
+    return GenTerms(prefill[0]["kv_element_bytes"], *pre, float(np.mean(rest)))
 
 
 # ---------------------------------------------------------------- measuring a model's terms
@@ -273,7 +290,7 @@ def measure_optimizer_step(kind: str, r: int = LORA_R) -> float:
 
 
 # ---------------------------------------------------------------- command line
-PROG = "python -m minipods.measure.shallow"
+PROG = "python scripts/measure_terms.py"
 
 
 def _fmt(v: float) -> str:
@@ -286,10 +303,40 @@ def _known() -> list[str]:
     return [*TWIN_CONFIGS, DEFAULT_MODEL]
 
 
-def main(argv=None) -> int:
-    from minipods.cli import Parser, fail
-    from minipods.measure.footprint import model_config
+def check_stored(log=print) -> list[str]:
+    """Measure the stored constants again: the vocabulary's and optimizer step's buffers (within 5%) and
+    the 0.5B model's 4-bit terms at full width (within 1%). Returns what moved (empty: all hold)."""
+    bad = []
 
+    def near(what, got, stored, rel):
+        log(f"{what}: measured {got:.6g}, stored {stored:.6g}")
+        if abs(got / stored - 1) > rel:
+            bad.append(f"{what}: measured {got:.6g}, stored {stored:.6g}")
+
+    got = measure_buffers("4bit")
+    near("LOGPROB_BUFFERS[4bit]", got["logprob_buffers"], A.LOGPROB_BUFFERS["4bit"], 0.05)
+    near("DECODE_BUFFERS[4bit]", got["decode_buffers"], A.DECODE_BUFFERS["4bit"], 0.05)
+    for kind in ("adamw", "adamw8bit"):
+        near(f"OPTIMIZER_STEP_BUFFERS[{kind}]", measure_optimizer_step(kind), A.OPTIMIZER_STEP_BUFFERS[kind], 0.05)
+    name = "Qwen/Qwen2.5-0.5B-Instruct"
+    t = measure_terms(model_config(name), "4bit")
+    for ckpt in (False, True):
+        u, g = A.stored_terms(name, "4bit", ckpt)
+        near(f"{name} 4bit ckpt={ckpt} saved(24, 4, 1024)", t["update"][ckpt].saved(24, 4, 1024), u.saved(24, 4, 1024),
+             0.01)
+        near(f"{name} 4bit ckpt={ckpt} working(4, 1024)", t["update"][ckpt].working(4, 1024), u.working(4, 1024), 0.01)
+    near(f"{name} 4bit prefill(8, 511)", t["gen"].prefill(8, 511), g.prefill(8, 511), 0.01)
+    return bad
+
+
+def terms_json(t_by_quantize: dict) -> dict:
+    """What `python -m minipods.plan --terms FILE` reads: per base precision, the update terms with and
+    without checkpointing and the generation terms."""
+    return {q: {"update": {str(ckpt): asdict(u) for ckpt, u in t["update"].items()}, "gen": asdict(t["gen"])}
+            for q, t in t_by_quantize.items()}
+
+
+def main(argv=None) -> int:
     p = Parser(prog=PROG, description="Measure the planner's per-token terms on a CPU and print them as the "
                                       "STORED_* entries of minipods/measure/activations.py.")
     p.add_argument("--models", default=",".join(_known()), help="comma-separated models (default: the known ones)")
@@ -297,31 +344,46 @@ def main(argv=None) -> int:
     p.add_argument("--check-layers", type=int, default=0, help="check the layer extrapolation on this many layers")
     p.add_argument("--buffers", action="store_true", help="measure LOGPROB_BUFFERS, DECODE_BUFFERS and "
                    "OPTIMIZER_STEP_BUFFERS instead")
+    p.add_argument("--check-stored", action="store_true", help="measure the stored constants again; exit 1 if one moved")
+    p.add_argument("--output", default=None, help="write the (one) model's terms as JSON for python -m minipods.plan --terms")
     args = p.parse_args(argv)
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     quants = [q.strip() for q in args.quantize.split(",") if q.strip()]
-    if any(q not in ("4bit", "none") for q in quants) or args.check_layers < 0:
-        return fail(PROG, f"--quantize takes 4bit and/or none, --check-layers >= 0; got {args.quantize!r}, "
-                          f"{args.check_layers}")
+    models = []
+    for part in (m.strip() for m in args.models.split(",") if m.strip()):  # a twin's options hold commas too
+        if "=" in part and models:
+            models[-1] += "," + part
+        else:
+            models.append(part)
+    if any(q not in ("4bit", "none") for q in quants) or args.check_layers < 0 or (args.output and len(models) != 1):
+        return fail(PROG, f"--quantize takes 4bit and/or none, --check-layers >= 0, --output one model; got "
+                          f"{args.quantize!r}, {args.check_layers}, {len(models)} model(s)")
+    if args.check_stored:
+        bad = check_stored()
+        print("\n".join(bad) if bad else "every stored constant measured again within its tolerance")
+        return 1 if bad else 0
     if args.buffers:
         for q in quants:
             print(f"{q}: {measure_buffers(None if q == 'none' else q)}")
         print({kind: round(measure_optimizer_step(kind), 3) for kind in ("adamw", "adamw8bit")})
         return 0
-    for name in [m.strip() for m in args.models.split(",") if m.strip()]:
+    for name in models:
         try:
             cfg = model_config(name)
         except ValueError as e:
             return fail(PROG, e)
+        measured = {}
         for q in quants:
             log(f"measuring {name} ({q}) ...")
-            t = measure_terms(cfg, None if q == "none" else q, args.check_layers, log)
+            t = measured[q] = measure_terms(cfg, None if q == "none" else q, args.check_layers, log)
             for ckpt, u in t["update"].items():
                 print(f"    ({name!r}, {q!r}, {ckpt}): ({', '.join(map(_fmt, asdict(u).values()))}),")
             print(f"    ({name!r}, {q!r}): ({', '.join(map(_fmt, asdict(t['gen']).values()))}),")
             for k, v in t["check"].items():
                 print(f"    # check {name} {q} {k}: {100 * v:+.2f}%")
             sys.stdout.flush()
+        if args.output:
+            Path(args.output).write_text(json.dumps(terms_json(measured), indent=1))
     return 0
 
 

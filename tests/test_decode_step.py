@@ -1,11 +1,13 @@
-"""measure.decode_profile's part timer: exclusive times that add up to the root's, nothing counted
-outside the root (a fake clock makes it exact)."""
+"""scripts/decode_step.py: the part timer's exclusive times add up to the root's, nothing counted outside
+the root (a fake clock makes it exact); each lever off alone is measured at one shape."""
 import itertools
 
 import pytest
 
-from minipods.measure import decode_profile
-from minipods.measure.decode_profile import PartTimer
+from conftest import load_script
+
+decode_profile = load_script("decode_step")
+PartTimer = decode_profile.PartTimer
 
 
 @pytest.fixture
@@ -35,3 +37,13 @@ def test_wrap_times_a_call_and_returns_its_value(clock):
     t = PartTimer("f")
     assert t.wrap("f", lambda x: 2 * x)(21) == 42
     assert t.total == {"f": 1.0}
+
+
+def test_lever_ablation_measures_each_lever_off_alone():
+    from minipods.twins.tiny import tiny_policy
+
+    model, tok = tiny_policy(seed=0)
+    r = decode_profile.lever_ablation(model, tok, ["[user]\n1+1?\n[assistant]\n", "2+3?"], n=4, max_new_tokens=6,
+                                      rounds=1)
+    assert set(r) == set(decode_profile.LEVERS)  # each lever off alone, measured in the same run
+    assert all(v["decode_step_s"] > 0 and v["tokens_per_s"] > 0 for v in r.values())
