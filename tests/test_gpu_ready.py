@@ -244,3 +244,23 @@ def test_embedding_in_bf16_alone_would_not_shrink_the_kv_cache(tmp_path, monkeyp
         else:
             assert base(input_ids=ids).logits.isfinite().all()
         emb.to(torch.bfloat16)
+
+
+# ---------------------------------------------------------------- the GPU check's learning-direction stage
+@pytest.mark.parametrize("lr, verdict", [(1e-2, "PASS"), (0.0, "FAIL")])
+def test_learning_direction_on_fixed_rollouts(lr, verdict):
+    """Three updates with +1 / -1 advantages: the +1 rows' mean log-prob rises, the -1 rows' falls
+    (lr 0: nothing moves, so the check fails: it can)."""
+    from minipods.data import build_prompt
+    from minipods.measure.gpu_check import learning_direction
+
+    model, tok = tiny_policy(seed=4)
+    torch.manual_seed(0)
+    batch = plain_generate(model, tok, [build_prompt(tok, q) for q in ("2+2?", "7*3?")], 4, max_new_tokens=10)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
+    res = learning_direction(model, opt, batch)
+    assert res["verdict"] == verdict and res["skipped"] == 0
+    if lr:
+        assert res["positive_change"] > 0.01 and res["negative_change"] < -0.01
+    else:
+        assert res["positive_change"] == res["negative_change"] == 0
