@@ -264,3 +264,16 @@ def test_learning_direction_on_fixed_rollouts(lr, verdict):
         assert res["positive_change"] > 0.01 and res["negative_change"] < -0.01
     else:
         assert res["positive_change"] == res["negative_change"] == 0
+
+
+@pytest.mark.parametrize("prog, argv, msg", [
+    ("plan", ["--eval-batch-size", "0"], "--eval-batch-size must be >= 1"),
+    ("plan", ["--eval-max-new-tokens", "-1"], "--eval-max-new-tokens must be >= 0"),
+    ("gpu_check", ["--check", "train"], "--check must be one of step, learn, fp16, greedy"),
+])
+def test_bad_arguments_exit_2_with_one_line(prog, argv, msg, capsys):
+    from minipods.measure import gpu_check, plan
+
+    assert {"plan": plan, "gpu_check": gpu_check}[prog].main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and msg in err[0]

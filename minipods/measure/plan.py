@@ -106,6 +106,8 @@ def make_recipe(pc: PlanConfig) -> Recipe:
               "gen_batch_size", "logprob_chunk", "eval_batch_size"):
         if v[k] < 1:
             raise ValueError(f"--{k.replace('_', '-')} must be >= 1, got {v[k]}")
+    if v["eval_max_new_tokens"] < 0:
+        raise ValueError(f"--eval-max-new-tokens must be >= 0, got {v['eval_max_new_tokens']}")
     if v["m"] > v["n"]:
         raise ValueError(f"--m ({v['m']}) must not exceed --n ({v['n']})")
     if not (pc.gpu_gb > 0 and 0 <= pc.headroom_gb < pc.gpu_gb):
