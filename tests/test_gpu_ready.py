@@ -277,3 +277,18 @@ def test_bad_arguments_exit_2_with_one_line(prog, argv, msg, capsys):
     assert {"plan": plan, "gpu_check": gpu_check}[prog].main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and msg in err[0]
+
+
+def test_gpu_check_script_fits_six_minutes_on_paper():
+    """The stage limits of scripts/gpu_check.sh, in the order they run: decisive first, summing to at
+    most six minutes, inside the overall budget (which leaves a ten-minute loan time to start)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "scripts" / "gpu_check.sh").read_text()
+    stages = [(name, int(limit)) for name, limit in re.findall(r"^\s*stage (\w+) (\d+) ", text, re.M)]
+    assert [n for n, _ in stages] == ["setup", "twin", "paper", "consumer", "learn", "fp16", "greedy"]
+    total = sum(limit for _, limit in stages)
+    budget = int(re.search(r"GPU_CHECK_BUDGET_S:-(\d+)", text).group(1))
+    assert total == 355 and total <= 360 < budget <= 400
+    assert "twin_folder(spec, cache_dir() / 'twins')" in text  # both of its arguments
