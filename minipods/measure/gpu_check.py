@@ -65,16 +65,16 @@ def _phase(device: str, fn) -> dict:
             "device_used": total - free}
 
 
-def capped_step(cc: CheckConfig, device: str) -> dict:
-    """The `step` check (module docstring)."""
+def capped_step(pc: PlanConfig, device: str) -> dict:
+    """The `step` check (module docstring) of pc's recipe, on the twin of its model, under a cap of
+    pc.gpu_gb GiB."""
     from minipods.fast.rollouts import generate_rollouts
     from minipods.measure.common import grpo_timer
 
     cuda = device.startswith("cuda")
     if cuda:
         total = torch.cuda.get_device_properties(cuda_device(device)).total_memory
-        torch.cuda.set_per_process_memory_fraction(min(1.0, cc.cap_gib * GIB / total), cuda_device(device))
-    pc = PlanConfig(preset=cc.preset, gpu_gb=cc.cap_gib, prompts_per_step=cc.prompts_per_step)
+        torch.cuda.set_per_process_memory_fraction(min(1.0, pc.gpu_gb * GIB / total), cuda_device(device))
     p = plan(pc)
     r = p["recipe"]
     model, tok, opt = load_recipe("random:" + r.model.removeprefix("random:"), r.quantize, r.lora_r, r.lora_r,
@@ -96,7 +96,7 @@ def capped_step(cc: CheckConfig, device: str) -> dict:
         pred = p[ph]["peak"] - (0 if cuda else static)
         phases[ph] = {**m, "predicted": pred, "ratio": m["allocated"] / pred}
     ok = all(abs(x["ratio"] - 1) <= TOLERANCE for x in phases.values())
-    return {"check": "step", "preset": cc.preset, "model": r.model, "cap_gib": cc.cap_gib, "prompts": r.prompts,
+    return {"check": "step", "preset": pc.preset, "model": r.model, "cap_gib": pc.gpu_gb, "prompts": r.prompts,
             "n": r.n, "m": r.m, "eval_batch": r.eval_batch, "phases": phases,
             "verdict": ("PASS" if ok else "FAIL") if cuda else "not judged on a CPU"}
 
@@ -184,8 +184,10 @@ def main(argv=None) -> int:
     if cc.check == "learn":
         model, _, opt, batch = _twin_and_batch(cc, device, "auto")
         res = learning_direction(model, opt, batch)
+    elif cc.check == "step":
+        res = capped_step(PlanConfig(preset=cc.preset, gpu_gb=cc.cap_gib, prompts_per_step=cc.prompts_per_step), device)
     else:
-        res = {"step": capped_step, "fp16": fp16_update, "greedy": greedy_equal}[cc.check](cc, device)
+        res = {"fp16": fp16_update, "greedy": greedy_equal}[cc.check](cc, device)
     res["device"] = torch.cuda.get_device_name(cuda_device(device)) if device.startswith("cuda") else "cpu"
     text = json.dumps(res, default=float)
     print(text)
