@@ -19,7 +19,6 @@ headroom stands for the CUDA context and the allocator's slack. Worst case throu
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, replace
 
 from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
