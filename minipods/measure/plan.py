@@ -9,9 +9,10 @@ they fill a generate call or a micro-batch: the batch sizes do, and n and m cost
 
 For a model (a twin id, the offline default, a local folder: read offline) and a card, this prints
 each phase's peak broken into its parts, whether it fits with the headroom left free, a table of
-candidate (n, m), the largest that fit, seconds per step of GRPO and PODS and the break-even gain
-(minipods.measure.costmodel: fitted lines from --costmodel, else the paper's L40S step times), and a
-verdict. The parts are counted from the architecture (minipods.measure.footprint) or measured on a CPU
+candidate (n, m), the largest that fit, the peak of one evaluation call (--eval-batch-size questions at
+once, with the training state held), seconds per step of GRPO and PODS and the break-even gain
+(minipods.measure.costmodel: fitted lines from --costmodel, or the paper's L40S step times for --gpu L40S;
+for any other card the time is "unknown", never a time measured elsewhere), and a verdict. The parts are counted from the architecture (minipods.measure.footprint) or measured on a CPU
 (minipods.measure.activations, measured by scripts/measure_terms.py); peaks are allocated bytes (CUDA's max_memory_allocated), and the
 headroom stands for the CUDA context and the allocator's slack. Worst case throughout: every prompt
 --max-prompt-tokens long, every completion --max-new-tokens long. Defaults: --preset paper.
