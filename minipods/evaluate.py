@@ -7,6 +7,10 @@ paper's protocol with `samples=k, temperature=0.9`.
 CLI: `python -m minipods.evaluate [--model M] [--adapter DIR] [--limit N] [--samples k --temperature T]`
 prints accuracy (95% Wilson interval) and the format rate, and writes one JSON row per question
 (question, gold, completions, extracted answers, correct fraction) to `--output` (eval.jsonl).
+
+Two evaluations on the same questions (a run's first and last; two arms of one seed) are compared
+question by question (`paired_difference`: Newcombe's paired interval, the exact McNemar p-value);
+train's last line is `format_change(learning_change(run_dir))`. Not from the paper (single runs).
 """
 
 from __future__ import annotations
@@ -20,8 +24,7 @@ from pathlib import Path
 import torch
 
 from minipods import rollouts
-from minipods.analysis.stats import wilson_interval
-from minipods.checkpoint import check_adapter, write_atomic
+from minipods.checkpoint import check_adapter, eval_path, eval_steps, read_log, write_atomic
 from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
 from minipods.data import DataNotFoundError, build_prompt, check_level, load_task
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
@@ -87,6 +90,85 @@ def evaluate_to_file(model, tokenizer, items: list[dict], path: str | Path, **kw
                        "strict": int(r["strict"])} for i, r in enumerate(res["rows"])])
     return {"eval_accuracy": res["accuracy"], "eval_strict_accuracy": res["strict_accuracy"],
             "eval_format_rate": res["format_rate"], "eval_s": res["seconds"], "eval_n": res["n"]}
+
+
+# ---------------------------------------------------------------- intervals
+def wilson_interval(k: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of one accuracy k/n (well behaved at 0 and 1)."""
+    if n == 0:
+        return (0.0, 0.0)
+    p, d = k / n, 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) / d
+    return (max(0.0, c - h), min(1.0, c + h))
+
+
+def mcnemar_p(a_only: int, b_only: int) -> float:
+    """Exact two-sided McNemar p-value: under "no difference" each discordant question goes either
+    way with probability 1/2; p = 2 P(X <= min) for X ~ Binomial(a_only + b_only, 1/2), at most 1."""
+    d, k = a_only + b_only, min(a_only, b_only)
+    return 1.0 if d == 0 else min(1.0, 2 * sum(math.comb(d, j) for j in range(k + 1)) / 2 ** d)
+
+
+def newcombe_paired(both: int, first_only: int, second_only: int, neither: int,
+                    z: float = 1.96) -> tuple[float, float]:
+    """Newcombe's hybrid score interval (Stat Med 1998, method 10) for p1 - p2 measured on the same
+    questions, p1 = (both + first_only) / N, p2 = (both + second_only) / N: the two Wilson intervals
+    combined with phi, the correlation of the paired outcomes (its numerator reduced by N / 2
+    towards 0; phi = 0 when a margin is empty), so a strong pairing narrows the interval. It is not
+    [0, 0] when no question is discordant."""
+    n = both + first_only + second_only + neither
+    p1, p2 = (both + first_only) / n, (both + second_only) / n
+    l1, u1 = wilson_interval(both + first_only, n, z)
+    l2, u2 = wilson_interval(both + second_only, n, z)
+    margins = (both + first_only) * (second_only + neither) * (both + second_only) * (first_only + neither)
+    num = both * neither - first_only * second_only
+    num = num - n / 2 if num > n / 2 else (0.0 if num >= 0 else num)
+    phi = num / math.sqrt(margins) if margins else 0.0
+    d = p1 - p2
+    lo = d - math.sqrt(max((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2, 0.0))
+    hi = d + math.sqrt(max((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2, 0.0))
+    return (max(-1.0, lo), min(1.0, hi))
+
+
+def paired_difference(correct_a: list, correct_b: list, z: float = 1.96) -> dict:
+    """Accuracy of b minus accuracy of a on the same questions (0/1 per question, same order):
+    n, acc_a, acc_b, diff, ci95 (Newcombe), p (exact McNemar), a_only, b_only (discordant counts).
+    Paired: per-question difficulty cancels, so it is narrower than two Wilson intervals."""
+    if len(correct_a) != len(correct_b):
+        raise ValueError(f"paired_difference needs the same questions: {len(correct_a)} vs {len(correct_b)} results")
+    if any(float(x) not in (0.0, 1.0) for x in list(correct_a) + list(correct_b)):
+        raise ValueError("paired_difference needs 0/1 correctness per question")
+    a, b = [int(x) for x in correct_a], [int(x) for x in correct_b]
+    n = len(a)
+    a_only = sum(x > y for x, y in zip(a, b))
+    b_only = sum(y > x for x, y in zip(a, b))
+    if n == 0:
+        return {"n": 0, "acc_a": None, "acc_b": None, "diff": None, "ci95": (None, None), "p": None,
+                "a_only": 0, "b_only": 0}
+    both = sum(x and y for x, y in zip(a, b))
+    return {"n": n, "acc_a": sum(a) / n, "acc_b": sum(b) / n, "diff": (b_only - a_only) / n,
+            "ci95": newcombe_paired(both, b_only, a_only, n - both - a_only - b_only, z),
+            "p": mcnemar_p(a_only, b_only), "a_only": a_only, "b_only": b_only}
+
+
+def learning_change(run_dir: str | Path) -> dict | None:
+    """A run's first (step 0) vs. last evaluation on the same questions (matched by index):
+    paired_difference; None with fewer than two evaluation files."""
+    steps = eval_steps(run_dir)
+    if len(steps) < 2:
+        return None
+    first, last = (read_log(eval_path(run_dir, s), drop_torn_tail=False) for s in (steps[0], steps[-1]))
+    later = {r["index"]: r["correct"] for r in last}
+    pairs = [(r["correct"], later[r["index"]]) for r in first if r["index"] in later]
+    return paired_difference([a for a, _ in pairs], [b for _, b in pairs])
+
+
+def format_change(ch: dict) -> str:
+    """`eval accuracy A% -> B% (+D points, paired 95% CI [lo, hi], N questions)`, in points."""
+    lo, hi = ch["ci95"]
+    return (f"eval accuracy {100 * ch['acc_a']:.1f}% -> {100 * ch['acc_b']:.1f}% ({100 * ch['diff']:+.1f} points, "
+            f"paired 95% CI [{100 * lo:+.1f}, {100 * hi:+.1f}], {ch['n']} questions)")
 
 
 # ---------------------------------------------------------------- CLI: python -m minipods.evaluate

@@ -3,8 +3,14 @@
 Paper (Section 2 background, Section 3 PODS, Appendix hyper-parameters): GRPO with
   * advantages A_i = (r_i - mean(r)) / (std(r) + eps), computed within each prompt's *kept*
     subset of m rollouts (the paper's choice; `adv_norm="all"` normalises over all n instead);
-  * token-level averaging: the loss is summed over every completion token of the batch and
-    divided by the total number of those tokens (long answers are not down-weighted);
+  * the loss reduction, `loss_type` (names as in TRL's GRPOConfig):
+      - "grpo": each completion's mean over its tokens, then the mean over the completions: the
+        authors' code (`maxvargrpo_trainer.py`, `compute_loss`) and DeepSeekMath's formula, so
+        `--preset paper`'s choice. A token of a short completion weighs more than one of a long one.
+      - "dapo": the sum over every completion token of the batch divided by the number of those
+        tokens (TRL's "dapo"; its "bnpo" is the same per micro-batch): every token weighs the same,
+        long answers are not down-weighted. The default, and `--small`'s.
+    The two agree when every completion has the same length (tests/test_grpo.py);
   * the clipped importance ratio (eps = 0.2), which matters only when the same rollouts are
     used for more than one gradient step (`update_epochs > 1`); with one step it equals 1;
   * a KL penalty beta * KL_k3(pi || pi_ref) with the k3 estimator exp(d) - d - 1,
@@ -123,15 +129,32 @@ def naive_token_logprobs(model, prompt_ids, prompt_mask, completion_ids, complet
 
 
 # ---------------------------------------------------------------- loss
+LOSS_TYPES = ("dapo", "grpo")
+
+
+def token_weights(mask: torch.Tensor, loss_type: str, num_tokens: int | float, num_rows: int) -> torch.Tensor:
+    """(B, C) weight of each token's loss term: the loss is sum(per_token * weights). mask (B, C).
+    "dapo": 1 / num_tokens on every real token. "grpo": 1 / (its row's token count * num_rows).
+    num_tokens, num_rows count the *whole* kept batch, so micro-batches sum to the full batch's loss."""
+    mask = mask.float()
+    if loss_type == "dapo":
+        return mask / num_tokens
+    if loss_type == "grpo":
+        return mask / (mask.sum(1, keepdim=True).clamp(min=1) * num_rows)
+    raise ValueError(f"loss_type must be one of {', '.join(LOSS_TYPES)}, got {loss_type!r}")
+
+
 def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
               num_tokens: int | float, clip_eps: float = 0.2, beta: float = 0.0,
-              ref_logp: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
-    """Clipped GRPO surrogate with token-level averaging.
+              ref_logp: torch.Tensor | None = None, loss_type: str = "dapo",
+              num_rows: int | None = None) -> tuple[torch.Tensor, dict]:
+    """Clipped GRPO surrogate, reduced by `loss_type` (see `token_weights`).
 
-    logp, old_logp, ref_logp, mask: (B, C); advantages: (B,). Returns sum over masked tokens of
+    logp, old_logp, ref_logp, mask: (B, C); advantages: (B,). Returns the weighted sum over masked
+    tokens of
         -min(ratio*A, clip(ratio, 1-eps, 1+eps)*A) + beta * KL_k3
-    divided by `num_tokens` (the token count of the *whole* kept batch, so that summing the losses
-    of micro-batches gives exactly the full-batch loss and gradient).
+    with `num_tokens` and `num_rows` (None: B) the token and row counts of the *whole* kept batch, so
+    that summing the losses of micro-batches gives exactly the full-batch loss and gradient.
     """
     mask = mask.to(logp.dtype)
     adv = advantages.to(logp.device)[:, None]  # (B, 1)
@@ -145,7 +168,7 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
         d = ref_logp - logp
         kl = torch.exp(d) - d - 1
         per_token = per_token + beta * kl
-    loss = (per_token * mask).sum() / num_tokens
+    loss = (per_token * token_weights(mask, loss_type, num_tokens, num_rows or len(mask)).to(logp.dtype)).sum()
     with torch.no_grad():
         is_clipped = ((ratio - clipped).abs() > 1e-8).to(logp.dtype)
         stats = {"kl_sum": float((kl * mask).sum()), "clip_sum": float((is_clipped * mask).sum())}
@@ -189,25 +212,24 @@ def _optimizer_step(optimizer, params, max_grad_norm, scaler, finite: bool) -> t
 def grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, micro_batch_size: int = 4,
                 clip_eps: float = 0.2, beta: float = 0.0, temperature: float = 1.0, max_grad_norm: float | None = 1.0,
                 update_epochs: int = 1, chunk_tokens: int = 512, logprob_fn=None, num_tokens: int | None = None,
-                scaler=None) -> dict:
+                loss_type: str = "dapo", num_rows: int | None = None, scaler=None) -> dict:
     """Update the policy on `batch` (the kept rollouts) with per-row `advantages` (B,).
 
-    Gradients are accumulated over micro-batches of `micro_batch_size` sequences. A non-finite
-    loss or gradient norm skips the optimizer step (counted in the returned `skipped`).
+    Gradients are accumulated over micro-batches of `micro_batch_size` sequences; a non-finite
+    loss or gradient norm skips the optimizer step (counted in `skipped`).
     logprob_fn(model, mb, temperature, chunk_tokens) -> (b, C) log-probs of a micro-batch: None is
     `rollout_logprobs` (one pass per row); minipods.fast.update.shared_logprobs gives the same
-    values with each distinct prompt run once. num_tokens: the loss averages over this many tokens
-    (None: the batch's; fast.update passes the full batch's when it leaves out silent rows).
-    scaler: a torch.amp.GradScaler for an fp16 model (`loss_scaler`): the backward runs on the loss
-    times its scale, so small gradients survive fp16; they are unscaled before clipping, and a
-    non-finite step is skipped, counted and backs the scale off. Returns loss, grad_norm, kl,
+    values with each distinct prompt run once. loss_type: "dapo" | "grpo" (`token_weights`) over
+    num_tokens / num_rows (None: the batch's; fast.update passes the full batch's when it leaves out
+    silent rows). scaler: a torch.amp.GradScaler for an fp16 model (`loss_scaler`): the backward runs
+    on the loss times its scale, so small gradients survive fp16; they are unscaled before clipping,
+    and a non-finite step is skipped, counted and backs the scale off. Returns loss, grad_norm, kl,
     clip_frac, skipped (and loss_scale, the scale after the update, with a scaler).
     """
-    num_tokens = num_tokens or max(int(batch.completion_mask.sum()), 1)
+    num_tokens, num_rows = num_tokens or max(int(batch.completion_mask.sum()), 1), num_rows or len(batch)
     params = [p for p in model.parameters() if p.requires_grad]
     mbs = [batch.select(ix) for ix in _micro_batches(batch, micro_batch_size)]
     advs = [advantages[ix] for ix in _micro_batches(batch, micro_batch_size)]
-
     logprob_fn = logprob_fn or rollout_logprobs
 
     def logp_of(mb):
@@ -229,7 +251,7 @@ def grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, mic
         for mb, adv, r, o in zip(mbs, advs, ref, old):
             logp = logp_of(mb)
             loss, st = grpo_loss(logp, logp.detach() if o is None else o, adv, mb.completion_mask.to(logp.device),
-                                 num_tokens, clip_eps, beta, r)
+                                 num_tokens, clip_eps, beta, r, loss_type, num_rows)
             if not torch.isfinite(loss):
                 finite = False
                 break

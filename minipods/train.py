@@ -8,10 +8,13 @@ Paper, Algorithm 1 (PODS), one iteration per training step (`run_step`):
     4. down-sample: keep m of the n rollouts per question with a rule (`select_kept`:
        max_variance, the paper's choice; max_reward; random). `--method grpo` keeps all (n = m);
     5. policy-update phase: one GRPO update on the kept rollouts only (minipods.grpo; with --fast,
-       each distinct prompt runs once and rows with advantage 0 are left out: minipods.fast.update).
+       each distinct prompt runs once and, unless --no-skip-silent, rows with advantage 0 are left
+       out: minipods.fast.update).
 `train` repeats it, with evaluation, checkpoints and exact resume around it (minipods.checkpoint).
-The paper's single-GPU recipe is `--preset paper`; `--preset consumer` scales it to an 8-12 GB card
-(Qwen2.5-1.5B); `--small` is sized for a 2-core CPU and the offline default model.
+The presets (minipods.presets): `--preset paper` is the authors' single-GPU run item by item
+(docs/training.md has the table); `--preset consumer` scales it to an 8-12 GB card (Qwen2.5-1.5B);
+`--preset laptop` is the paper's step at CPU scale (the planned study); `--small` is sized for a
+2-core CPU and the offline default model.
 `--model random:<hub id>` trains an architecture twin (random weights): the real memory and speed,
 offline, for measuring only.
 
@@ -20,7 +23,7 @@ eval/step_NNNNN.jsonl (one row per held-out question of each evaluation: index, 
 learning_curve.png (reward, accuracy, completion length per step), config.json (every setting and the data source used), checkpoint/ (LoRA adapter, optimizer, RNG
 states, step; written atomically every `save_every` steps and on Ctrl-C), adapter/ (final). The
 last line printed compares the first and the last evaluation on the same questions, with a paired
-95% interval (minipods.analysis.stats.paired_difference).
+95% interval (minipods.evaluate.paired_difference).
 """
 
 from __future__ import annotations
@@ -38,18 +41,18 @@ import torch
 
 from minipods import checkpoint as ckpt_io
 from minipods import rollouts
-from minipods.analysis.results import format_change, learning_change
 from minipods.checkpoint import eval_path, eval_steps
 from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
 from minipods.data import build_prompt, check_level, load_task
 from minipods.downsample import RULES, select_groups
-from minipods.evaluate import evaluate_to_file
+from minipods.evaluate import evaluate_to_file, format_change, learning_change
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.fast.update import fast_grpo_update
-from minipods.grpo import group_advantages, grpo_update, loss_scaler
+from minipods.grpo import LOSS_TYPES, group_advantages, grpo_update, loss_scaler
 from minipods.model import peak_mb
 from minipods.model import (DEFAULT_MODEL, ModelNotFoundError, check_quantize, default_device, load_policy,
                             resolve_model)
+from minipods.presets import PRESETS
 from minipods.rewards import is_full_format, score_completions
 
 
@@ -99,10 +102,16 @@ class TrainConfig:
     beta: float = setting(0.0, "KL coefficient vs. the adapter-free model (paper's Qwen runs: 0)")
     clip_eps: float = setting(0.2, "PPO-style ratio clip (matters when update_epochs > 1)")
     update_epochs: int = setting(1, "gradient steps per batch of rollouts")
+    loss_type: str = setting("dapo", "loss reduction (TRL's names): dapo (token mean over the batch) | grpo (each "
+                                     "completion's token mean, then the mean over completions: the authors' code)")
+    skip_silent: bool = setting(True, "with --fast and beta 0, leave rows with advantage 0 out of the update (exact: "
+                                      "same gradient); --no-skip-silent: every kept row pays, as in the paper and TRL")
     micro_batch_size: int = setting(4, "sequences per forward/backward (gradient accumulation)")
     logprob_chunk: int = setting(512, "tokens per chunk in the log-prob computation (bounds logits memory)")
     # evaluation, checkpoints, bookkeeping
     eval_every: int = setting(0, "evaluate every K steps (and before the first and after the last); 0 = never")
+    eval_every_s: float = setting(0.0, "also evaluate at the first step end at or after every T seconds of training "
+                                       "time (elapsed_s: one time grid for every arm, as the authors' checkpoints); 0 = off")
     eval_limit: int = setting(100, "test questions for evaluation (a fixed subset: the first N)")
     eval_max_new_tokens: int = setting(0, "completion limit at evaluation; 0 = max_new_tokens")
     eval_batch_size: int = setting(64, "sequences per generate() call at evaluation (questions go this many at a time)")
@@ -114,37 +123,6 @@ class TrainConfig:
 
     def __post_init__(self):
         validate(self)
-
-
-PRESETS = {
-    # CPU-sized, for SmolLM2-135M (docs/results.md has the measured run and the ablation). The
-    # synthetic word problems are the default task because the 135M model almost
-    # never solves GSM8K (no reward signal). 64-token completions: the base model rambles past its
-    # answer, and a completion cut off before the answer earns nothing, so the policy learns to answer
-    # within the budget; shorter rollouts also make every step cheaper. lr is higher than the paper's
-    # because the run is ~100x shorter and the model ~20x smaller; temperature 0.7 because a 135M model
-    # sampled at 0.9 rarely finishes a correct answer. dtype auto = float32 on a CPU: the same numbers on
-    # every CPU (bf16 is much slower on CPUs without native bf16 matmuls). 32 steps, not 16: on weak seeds
-    # the completions stay at the cap with few rewarded groups for ~16 steps before they shorten
-    # (docs/results.md). Evaluation on 128 held-out questions at steps 0 and 32.
-    "small": dict(model=DEFAULT_MODEL, data="synthetic", n=8, m=4, prompts_per_step=4, max_new_tokens=64,
-                  max_prompt_tokens=256, temperature=0.7, lr=5e-4, max_grad_norm=1.0, lora_r=16, lora_alpha=32,
-                  max_steps=32, micro_batch_size=4, eval_every=32, eval_limit=128, eval_max_new_tokens=64,
-                  save_every=4, gen_batch_size=32, eval_batch_size=32, dtype="auto"),
-    # The paper's single-GPU recipe (Qwen2.5-3B-Instruct, one L40S).
-    "paper": dict(model="Qwen/Qwen2.5-3B-Instruct", quantize="4bit", lora_r=64, lora_alpha=64, lr=5e-6,
-                  optimizer="auto", adam_beta1=0.9, adam_beta2=0.99, weight_decay=0.1, max_grad_norm=0.1,
-                  temperature=0.9, max_prompt_tokens=512, max_new_tokens=512, n=64, m=16, prompts_per_step=8,
-                  max_steps=400, eval_every=25, eval_limit=500, micro_batch_size=4, gradient_checkpointing=True),
-    # The paper's recipe scaled to an 8-12 GB card (docs/gpu.md): the
-    # 1.5B model in 4 bits, n=16 -> m=4 per prompt, micro-batch 2, 32 sequences per generate call.
-    # LoRA, optimiser, lengths and sampling as in the paper; GRPO's arm is n = m = 4.
-    "consumer": dict(model="Qwen/Qwen2.5-1.5B-Instruct", quantize="4bit", lora_r=64, lora_alpha=64, lr=5e-6,
-                     optimizer="auto", adam_beta1=0.9, adam_beta2=0.99, weight_decay=0.1, max_grad_norm=0.1,
-                     temperature=0.9, max_prompt_tokens=512, max_new_tokens=512, n=16, m=4, prompts_per_step=8,
-                     max_steps=400, eval_every=25, eval_limit=500, micro_batch_size=2, gen_batch_size=32,
-                     eval_batch_size=32, gradient_checkpointing=True, data="gsm8k"),
-}
 
 
 def make_config(preset: str | None = None, **overrides) -> TrainConfig:
@@ -194,8 +172,10 @@ def validate(cfg: TrainConfig) -> None:
         bad(f"--lr must be a positive number, got {cfg.lr}")
     if cfg.temperature <= 0:
         bad(f"--temperature must be > 0, got {cfg.temperature}")
-    if cfg.beta < 0 or cfg.eval_every < 0 or cfg.eval_limit < 0 or cfg.budget_s < 0:
-        bad("--beta, --eval-every, --eval-limit and --budget-s must be >= 0")
+    if cfg.loss_type not in LOSS_TYPES:
+        bad(f"--loss-type must be one of {', '.join(LOSS_TYPES)}, got {cfg.loss_type!r}")
+    if min(cfg.beta, cfg.eval_every, cfg.eval_limit, cfg.budget_s, cfg.eval_every_s) < 0:
+        bad("--beta, --eval-every, --eval-every-s, --eval-limit and --budget-s must be >= 0")
 
 
 # ---------------------------------------------------------------- one step of Algorithm 1
@@ -238,11 +218,12 @@ def run_step(model, tok, optimizer, cfg: TrainConfig, items: list[dict], step: i
     else:
         adv = group_advantages(rewards, ro.group)[kept]
     t1 = time.perf_counter()
-    update = fast_grpo_update if cfg.fast else grpo_update
+    update, skip = (fast_grpo_update, {"skip_silent": cfg.skip_silent}) if cfg.fast else (grpo_update, {})
     upd = update(model, optimizer, kept_batch, adv, micro_batch_size=cfg.micro_batch_size,  # 5. update
                  clip_eps=cfg.clip_eps, beta=cfg.beta, temperature=cfg.temperature,
                  max_grad_norm=cfg.max_grad_norm or None, update_epochs=cfg.update_epochs,
-                 chunk_tokens=cfg.logprob_chunk, scaler=getattr(optimizer, "loss_scaler", None))
+                 chunk_tokens=cfg.logprob_chunk, loss_type=cfg.loss_type, scaler=getattr(optimizer, "loss_scaler", None),
+                 **skip)
     t2 = time.perf_counter()
     ckpt_io.fault_point("step:update")
     r_groups = rewards.view(-1, cfg.n)  # (P, n)
@@ -257,6 +238,7 @@ def run_step(model, tok, optimizer, cfg: TrainConfig, items: list[dict], step: i
         "zero_std_frac": float((r_groups.max(1).values == r_groups.min(1).values).float().mean()),
         "tokens": ro.num_tokens, "tokens_per_s": ro.tokens_per_s,
         "completion_len_mean": ro.num_tokens / len(ro), "update_tokens": int(kept_batch.completion_mask.sum()),
+        "kept_rows": len(kept), "silent_rows": int((adv == 0).sum()),  # what the update's pricing counts
         "loss": upd["loss"], "grad_norm": upd["grad_norm"], "kl": upd["kl"], "clip_frac": upd["clip_frac"],
         "skipped": upd["skipped"], "lr": optimizer.param_groups[0]["lr"], **{k: upd[k] for k in ("loss_scale",) if k in upd},
         "kept_idx": [[i - g * cfg.n for i in kept if i // cfg.n == g] for g in range(len(batch))],
@@ -332,7 +314,7 @@ def _setup(cfg: TrainConfig, model, tokenizer):
     torch.manual_seed(cfg.seed)
     items, source = load_task(cfg.data, "train", cfg.data_dir, seed=cfg.seed, level=cfg.synthetic_level)
     eval_items = []
-    if cfg.eval_every and cfg.eval_limit:
+    if (cfg.eval_every or cfg.eval_every_s) and cfg.eval_limit:
         eval_items = load_task(cfg.data, "test", cfg.data_dir, limit=cfg.eval_limit, seed=cfg.seed, notice=False,
                                level=cfg.synthetic_level)[0]
     if model is None:
@@ -359,13 +341,24 @@ def _show(bar, row: dict) -> None:
         bar.set_postfix(post)
 
 
+def eval_due(cfg: TrainConfig, step: int, before_s: float, after_s: float) -> bool:
+    """Whether to evaluate after `step`, which took training time from before_s to after_s: every
+    eval_every steps, or when the step crossed a multiple of eval_every_s (the first step end at or
+    after each grid time, as the authors' checkpoint callback; late by less than one step)."""
+    by_step = cfg.eval_every and step % cfg.eval_every == 0
+    by_time = cfg.eval_every_s and math.floor(after_s / cfg.eval_every_s) > math.floor(before_s / cfg.eval_every_s)
+    return bool(by_step or by_time)
+
+
 def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
     ck = _checkpoint_to_resume(cfg, out)
     items, eval_items, source, model, tokenizer, device = _setup(cfg, model, tokenizer)
     optimizer = make_optimizer(model, cfg, device)
     st = _restore(ck, out, model, optimizer, device)
+    pricing = "skip_silent" if cfg.fast and cfg.skip_silent and cfg.beta == 0 else "every_row"  # what update_s paid
     ckpt_io.write_atomic(out / "config.json", json.dumps({**asdict(cfg), "device": device, "data_source": source,
-                                                          "num_train_items": len(items)}, indent=1))
+                                                          "num_train_items": len(items), "update_pricing": pricing},
+                                                         indent=1))
     metrics_path = out / "metrics.jsonl"
     if eval_items and st["step"] == 0:
         ckpt_io.append_row(metrics_path, {"step": 0, "elapsed_s": 0.0,
@@ -377,13 +370,13 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
             while step < cfg.max_steps and not (cfg.budget_s and st["elapsed_s"] >= cfg.budget_s):
                 row = run_step(model, tokenizer, optimizer, cfg, items, step + 1)
                 step = st["step"] = step + 1
-                st["elapsed_s"] += row["step_s"]
+                before, st["elapsed_s"] = st["elapsed_s"], st["elapsed_s"] + row["step_s"]
                 st["nonfinite_skips"] += row["skipped"]
                 if row["skipped"]:  # reported, never silent: a run of these means it is not learning
                     print(f"minipods.train: step {step}: non-finite gradient, update skipped", file=sys.stderr)
                 row.update(elapsed_s=st["elapsed_s"], nonfinite_skips=st["nonfinite_skips"], peak_mem_mb=peak_mb(device))
                 final = step >= cfg.max_steps or (cfg.budget_s and st["elapsed_s"] >= cfg.budget_s)
-                if eval_items and (step % cfg.eval_every == 0 or final):  # evaluate if due
+                if eval_items and (final or eval_due(cfg, step, before, st["elapsed_s"])):
                     row.update(_evaluate(model, tokenizer, eval_items, cfg, out, step))
                 ckpt_io.append_row(metrics_path, row)
                 if step % cfg.save_every == 0 or final:  # save if due
@@ -407,7 +400,7 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
 def report_learning(out: Path) -> None:
     """The run's last words: first vs. last evaluation on the same questions (one line, paired
     interval) and learning_curve.png (reward, accuracy, completion length per step)."""
-    from minipods.analysis.plots import plot_learning_curve
+    from minipods.learning_curve import plot_learning_curve  # here: matplotlib loads only at the end
     plot_learning_curve(out, out / "learning_curve.png")
     change = learning_change(out)
     if change is not None:

@@ -222,7 +222,9 @@ axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0)); plt.ti
 # test question is worth here, how wide the paired interval of the final evaluations is, and on how many
 # questions "PODS reached GRPO's peak" (the summary's time to target) turns. A difference inside that
 # interval is not evidence either way. Several seeds and more questions (`python -m minipods.compare
-# --small --seeds 0,1,2,3,4`, the five-seed study in docs/results.md) narrow it.
+# --small --seeds 0,1,2,3,4`, the five-seed study in docs/results.md) narrow it, counted as they should be:
+# the training run is the unit, so an arm difference gets its interval over seeds (there, PODS minus GRPO
+# +1.4 points [−16.0, +18.8] over five runs), not over the seeds' pooled questions.
 #
 # ## 4. Where the time of a step goes
 #

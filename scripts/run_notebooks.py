@@ -66,7 +66,7 @@ def kernel_env(small: bool, threads: int | None) -> None:
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     os.environ["TQDM_DISABLE"] = "1"
-    for name in ("MINIPODS_GSM8K_DIR", "MINIPODS_CACHE", "MINIPODS_NB_COMPARE_DIR"):
+    for name in ("MINIPODS_GSM8K_DIR", "MINIPODS_CACHE", "MINIPODS_NB_COMPARE_DIR", "MINIPODS_NB_LAPTOP_DIR"):
         if os.environ.get(name):  # relative to where you ran make, not to notebooks/
             os.environ[name] = str(Path(os.environ[name]).resolve())
 

@@ -126,13 +126,12 @@ def test_figures_and_summary_match_the_metrics(cmp_dir):
         tr = [r for r in runs[w["arm"]] if "step_s" in r]
         assert w["mean_step_s"] == pytest.approx(sum(r["step_s"] for r in tr) / 3)
         assert w["peak_accuracy"] == max(r["eval_accuracy"] for r in runs[w["arm"]] if "eval_accuracy" in r)
-        for k in ("peak_accuracy", "mean_step_s", "mean_rollout_s", "mean_update_s", "zero_std_frac", "train_s",
-                  "time_to_target_s", "speedup"):
+        for k in ("mean_step_s", "mean_rollout_s", "mean_update_s", "zero_std_frac", "train_s", "peak_mem_mb"):
             assert _num(g[k]) == (pytest.approx(w[k]) if w[k] is not None else None), k
-        assert int(g["steps"]) == 3
+        assert _num(g["final_mean"]) == pytest.approx(w["final_accuracy"]) and float(g["steps"]) == 3
     assert got[0]["rule"] == "" and got[1]["rule"] == "max_variance"
     md = (cmp_dir / "summary.md").read_text()
-    assert "| grpo | 2 | 2 | 3 |" in md and "| pods_max_variance | 4 | 2 | 3 |" in md
+    assert "| grpo | 2 | 2 | " in md and "| pods_max_variance | 4 | 2 | " in md
 
 
 def test_rerun_does_not_retrain_finished_arms(cmp_dir):
@@ -198,7 +197,21 @@ def test_compare_cli_bad_args_exit_2(argv, capsys, tmp_path):
     assert not (tmp_path / "c").exists()
 
 
-# ---------------------------------------------------------------- issue 12: paired differences, several seeds
+def test_summary_names_the_pricing_and_re_prices_from_the_rows(cmp_dir):
+    md = (cmp_dir / "summary.md").read_text()
+    assert "Update pricing (config.json): `grpo` skip_silent, `pods_max_variance` skip_silent." in md
+    assert "re-priced to every_row (estimate from per-row costs)" in md
+    for arm in ("grpo", "pods_max_variance"):
+        rows = [r for r in results.read_rows(cmp_dir / arm) if "step_s" in r]
+        got = results.repriced_seconds(rows, "skip_silent", "every_row")
+        # the tiny model's rewards all agree: every step ran 1 placeholder row of its 2 prompts x m = 2 kept, so
+        # each is priced at the run's mean seconds per row x 4, and the run at 4 x its update seconds
+        assert [(r["kept_rows"], r["silent_rows"]) for r in rows] == [(4, 4)] * 3
+        update = sum(r["update_s"] for r in rows)
+        assert got[3] == pytest.approx(rows[-1]["elapsed_s"] + 3 * update) and got[1] > rows[0]["elapsed_s"]
+
+
+# ---------------------------------------------------------------- paired differences, several seeds
 def _correct(run_dir):
     return {r["index"]: r["correct"] for r in results.final_eval(run_dir)}
 
@@ -210,13 +223,15 @@ def test_single_seed_summary_has_the_paired_difference(cmp_dir):
     a_only = sum(a[i] and not b[i] for i in a)
     got = {r["arm"]: r for r in _csv(cmp_dir / "summary.csv")}
     assert a_only + b_only > 0  # (the varied scores make the arms disagree somewhere)
-    assert float(got["grpo"]["paired_diff"]) == pytest.approx((b_only - a_only) / 4)
-    assert int(got["grpo"]["paired_n"]) == 4 and got["pods_max_variance"]["paired_diff"] == ""
-    lo, hi = float(got["grpo"]["paired_lo"]), float(got["grpo"]["paired_hi"])
-    assert lo <= float(got["grpo"]["paired_diff"]) <= hi
-    assert float(got["grpo"]["paired_p"]) == pytest.approx(mcnemar_p(a_only, b_only))
+    assert float(got["grpo"]["vs_focus_mean"]) == pytest.approx((b_only - a_only) / 4)
+    assert float(got["grpo"]["vs_focus_questions_diff"]) == pytest.approx((b_only - a_only) / 4)
+    assert int(got["grpo"]["vs_focus_questions_n"]) == 4 and got["pods_max_variance"]["vs_focus_mean"] == ""
+    assert got["grpo"]["vs_focus_lo"] == ""  # one run: no seed-level interval
+    want = paired_difference([a[i] for i in sorted(a)], [b[i] for i in sorted(a)])
+    assert (float(got["grpo"]["vs_focus_questions_lo"]), float(got["grpo"]["vs_focus_questions_hi"])) == \
+        pytest.approx(want["ci95"])
     md = (cmp_dir / "summary.md").read_text()
-    assert "Paired difference" in md and "McNemar p" in md
+    assert f"McNemar p {mcnemar_p(a_only, b_only):.2g}; one run: no seed-level interval" in md
 
 
 def test_grpo_same_n_and_small_default_arms():
@@ -249,20 +264,23 @@ def test_seeds_run_each_arm_once_per_seed_and_summarize_across_them(tmp_path, mo
         finals = [results.summarize({a: results.read_rows(out / f"seed{s}" / a)})[0]["final_accuracy"] for s in (0, 1)]
         mean = sum(finals) / 2
         half = 12.706 * abs(finals[0] - finals[1]) / 2  # t(1) * sd / sqrt(2), sd = |x0 - x1| / sqrt(2)
-        assert float(got[a]["final_accuracy_mean"]) == pytest.approx(mean)
-        assert float(got[a]["final_accuracy_lo"]) == pytest.approx(max(0.0, mean - half))  # clipped to [0, 1]
-        assert float(got[a]["final_accuracy_hi"]) == pytest.approx(min(1.0, mean + half))
+        assert float(got[a]["final_mean"]) == pytest.approx(mean)
+        assert float(got[a]["final_lo"]) == pytest.approx(max(0.0, mean - half))  # clipped to [0, 1]
+        assert float(got[a]["final_hi"]) == pytest.approx(min(1.0, mean + half))
         assert int(got[a]["seeds"]) == 2
-    # paired: pods_max_variance minus grpo over the pooled (seed, question) pairs
+    # seed level: the mean of the two seeds' differences; pooled: these seeds' (seed, question) pairs
     pa = [c for s in (0, 1) for _, c in sorted(_correct(out / f"seed{s}" / "grpo").items())]
     pb = [c for s in (0, 1) for _, c in sorted(_correct(out / f"seed{s}" / "pods_max_variance").items())]
     want = paired_difference(pa, pb)
-    assert len({float(got[a]["final_accuracy_mean"]) for a in arms}) > 1  # the scores do differ
+    assert len({float(got[a]["final_mean"]) for a in arms}) > 1  # the scores do differ
     assert want["a_only"] + want["b_only"] > 0
-    assert int(got["grpo"]["paired_n"]) == 8 and float(got["grpo"]["paired_diff"]) == pytest.approx(want["diff"])
-    assert float(got["grpo"]["paired_lo"]) == pytest.approx(want["ci95"][0])
+    assert int(got["grpo"]["vs_focus_questions_n"]) == 8
+    assert float(got["grpo"]["vs_focus_questions_diff"]) == pytest.approx(want["diff"])
+    assert float(got["grpo"]["vs_focus_questions_lo"]) == pytest.approx(want["ci95"][0])
+    per = [(sum(pb[4 * s:4 * s + 4]) - sum(pa[4 * s:4 * s + 4])) / 4 for s in (0, 1)]
+    assert float(got["grpo"]["vs_focus_mean"]) == pytest.approx(sum(per) / 2) and int(got["grpo"]["vs_focus_k"]) == 2
     md = (out / "summary.md").read_text()
-    assert "Seeds 0, 1" in md and "| grpo_same_n | 4 | 4 |" in md
+    assert "2 seeds (0, 1)" in md and "| grpo_same_n | 4 | 4 |" in md
     assert (out / "accuracy_vs_time.png").read_bytes().startswith(PNG_MAGIC)
     assert (out / "seed1" / "summary.md").is_file()  # each seed is a whole comparison too
     # a re-run trains nothing; the plots CLI redraws the same summary from the saved runs

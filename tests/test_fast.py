@@ -416,3 +416,43 @@ def test_update_without_silent_rows_gives_the_full_updates_weights(batch):
     ref, _ = weights_after(zero, fast=False, opt_cls=torch.optim.AdamW, lr=0.1, weight_decay=0.5)
     got, _ = weights_after(zero, fast=True, opt_cls=torch.optim.AdamW, lr=0.1, weight_decay=0.5)
     assert not torch.equal(ref, before) and torch.equal(got, ref)
+
+
+@pytest.mark.parametrize("loss_type", ["dapo", "grpo"])
+def test_skip_silent_off_runs_every_row_with_the_same_gradient(batch, monkeypatch, loss_type):
+    """skip_silent on leaves prompt 0's four zero-advantage rows out of the backward; off runs all 8
+    (the paper's and TRL's pricing). Both move the weights as the plain update does, for either
+    loss reduction."""
+    from minipods.fast import update as fast_update
+
+    rows_seen = []
+    real = fast_update.shared_logprobs
+
+    def counting(model, mb, *a, **kw):  # rows that pay a forward with gradients (the update's passes)
+        if torch.is_grad_enabled():
+            rows_seen.append(len(mb))
+        return real(model, mb, *a, **kw)
+
+    monkeypatch.setattr(fast_update, "shared_logprobs", counting)
+    adv = torch.tensor([0.0, 0.0, 0.0, 0.0, 1.0, -1.0, 0.3, -0.3])
+
+    def delta(fast, **kw):
+        model, _ = _fresh()
+        params = [p for p in model.parameters() if p.requires_grad]
+        before = torch.cat([p.detach().flatten() for p in params])
+        opt = torch.optim.SGD(params, lr=1.0)
+        upd = fast_update.fast_grpo_update if fast else grpo_update
+        upd(model, opt, batch, adv, micro_batch_size=4, max_grad_norm=None, temperature=0.9,
+            loss_type=loss_type, **kw)
+        return before - torch.cat([p.detach().flatten() for p in params])
+
+    ref = delta(False)
+    rows_seen.clear()
+    on = delta(True, skip_silent=True)
+    assert sum(rows_seen) == 4
+    rows_seen.clear()
+    off = delta(True, skip_silent=False)
+    assert sum(rows_seen) == 8
+    assert ref.norm() > 0
+    for got in (on, off):
+        assert ((got - ref).norm() / ref.norm()).item() <= 1e-5

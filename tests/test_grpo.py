@@ -214,3 +214,47 @@ def test_nonfinite_loss_or_gradient_norm_skips_the_step(batch):
     out = grpo_update(model, opt, batch, adv)  # the same batch without the hook does step
     assert out["skipped"] == 0 and math.isfinite(out["loss"])
     assert not all(torch.equal(p, before[n]) for n, p in model.named_parameters())
+
+
+def test_loss_types_differ_on_unequal_lengths_by_hand():
+    # the hand-checked example above: per-token terms seq 0 [-2, -2.4, -1] (3 tokens), seq 1 [1, 1.5] (2)
+    mask = torch.tensor([[1, 1, 1], [1, 1, 0]])
+    old = torch.log(torch.tensor([[0.5, 0.5, 0.5], [0.2, 0.2, 0.2]]))
+    adv = torch.tensor([2.0, -1.0])
+    grads = {}
+    for loss_type, want in (("dapo", (-5.4 + 2.5) / 5), ("grpo", (-5.4 / 3 + 2.5 / 2) / 2)):
+        logp = (old + torch.log(torch.tensor([[1.0, 1.5, 0.5], [1.0, 1.5, 1.0]]))).requires_grad_(True)
+        loss, _ = grpo_loss(logp, old, adv, mask, num_tokens=5, clip_eps=0.2, loss_type=loss_type)
+        assert loss.item() == pytest.approx(want)  # dapo -0.58, grpo -0.275
+        loss.backward()
+        grads[loss_type] = logp.grad
+    # grpo: each token of seq 0 weighs 1/(3*2), of seq 1 1/(2*2); dapo: every token 1/5
+    assert torch.allclose(grads["grpo"], torch.tensor([[-2 / 6, 0.0, -1 / 6], [1 / 4, 1.5 / 4, 0.0]]))
+    assert torch.allclose(grads["dapo"], torch.tensor([[-2.0, 0.0, -1.0], [1.0, 1.5, 0.0]]) / 5)
+    # equal lengths: the two reductions agree
+    full = torch.ones(2, 3)
+    a = grpo_loss(old, old, adv, full, num_tokens=6, loss_type="dapo")[0]
+    b = grpo_loss(old, old, adv, full, num_tokens=6, loss_type="grpo")[0]
+    assert a.item() == pytest.approx(b.item())
+    with pytest.raises(ValueError, match="loss_type"):
+        grpo_loss(old, old, adv, mask, 5, loss_type="token")
+
+
+def test_sequence_mean_loss_micro_batches_to_the_full_batch_and_differs_from_token_mean(batch):
+    adv = torch.tensor([1.0, -1.0, 0.5, -0.5, 1.0, -1.0, 0.3, -0.3])
+    lengths = batch.completion_mask.sum(1)
+    assert lengths.unique().numel() > 1  # the fixture's completions have unequal lengths
+
+    def delta(mb, loss_type):
+        model, _ = _fresh()
+        params = [p for p in model.parameters() if p.requires_grad]
+        before = torch.cat([p.detach().flatten() for p in params])
+        opt = torch.optim.SGD(params, lr=1.0)
+        grpo_update(model, opt, batch, adv, micro_batch_size=mb, max_grad_norm=None, loss_type=loss_type)
+        return before - torch.cat([p.detach().flatten() for p in params])
+
+    full = delta(8, "grpo")
+    for mb in (1, 3):
+        assert torch.allclose(delta(mb, "grpo"), full, atol=1e-6, rtol=1e-4)
+    token = delta(8, "dapo")
+    assert ((token - full).norm() / full.norm()).item() > 1e-2  # a different gradient, not rounding

@@ -28,7 +28,7 @@ CELL_TIMEOUT_S = 600
 def test_notebooks_exist():
     assert [p.name for p in NOTEBOOKS] == [
         "01_rollouts.ipynb", "02_rewards.ipynb", "03_max_variance.ipynb", "04_grpo_update.ipynb",
-        "05_pods_vs_grpo.ipynb"]
+        "05_pods_vs_grpo.ipynb", "06_paper_runs.ipynb"]
 
 
 def _cells(nb, kinds=("code", "markdown")):

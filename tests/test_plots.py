@@ -8,6 +8,7 @@ import pytest
 
 from minipods.analysis import plots
 from minipods.analysis.stats import wilson_interval
+from minipods.analysis.summary import Point
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -35,6 +36,12 @@ CONFIGS = {"grpo": {"method": "grpo", "n": 4, "m": 4}, "pods_max_variance": {"me
 LABELS = {"grpo": "grpo (n=m=4)", "pods_max_variance": "pods_max_variance (n=8, m=4)"}
 
 
+def _study(runs_by_seed):
+    """seed -> arm -> metrics rows, as a study of Points."""
+    return {s: {a: sorted(Point(r["elapsed_s"], r["step"], r["eval_accuracy"], r["eval_n"]) for r in rows
+                          if "eval_accuracy" in r) for a, rows in runs.items()} for s, runs in runs_by_seed.items()}
+
+
 def _lines(ax):
     """label -> (xdata, ydata) of the axes' labelled lines."""
     return {ln.get_label(): (list(ln.get_xdata()), list(ln.get_ydata())) for ln in ax.get_lines()
@@ -46,14 +53,14 @@ def _legend(ax):
 
 
 def test_accuracy_vs_time_draws_each_arm_its_band_and_the_target(tmp_path):
-    fig = plots.plot_accuracy_vs_time(RUNS, tmp_path / "a.png", CONFIGS)
+    fig = plots.plot_accuracy_vs_time(_study({0: RUNS}), tmp_path / "a.png", CONFIGS, target=0.35)
     assert (tmp_path / "a.png").read_bytes().startswith(PNG_MAGIC)
     ax = fig.axes[0]
     lines = _lines(ax)
     assert lines[LABELS["grpo"]] == ([0.0, 20.0], [20.0, 50.0])  # seconds, accuracy in %
     assert lines[LABELS["pods_max_variance"]] == ([0.0, 10.0], [20.0, 60.0])
-    target = "99% of grpo's peak (49.5%)"
-    assert lines[target][1] == [49.5, 49.5]  # 99% of GRPO's peak 50%
+    target = "target (35.0%)"
+    assert lines[target][1] == [35.0, 35.0]
     assert _legend(ax) == [LABELS["grpo"], LABELS["pods_max_variance"], target]
     assert ax.get_title() == "Test accuracy vs. training time (shaded: 95% CI)"
     # one band per arm, spanning each evaluation's Wilson interval (50 questions)
@@ -123,8 +130,43 @@ def test_sweep_and_seed_figures(tmp_path):
     assert ax.get_xscale() == "log" and ax.get_title() == "PODS: test accuracy at 60 s of training vs. n"
     per_seed = {0: {"grpo": _rows([(0, 0, 0.2), (2, 20, 0.4)], [])},
                 1: {"grpo": _rows([(0, 0, 0.3), (2, 30, 0.6)], [])}}
-    ax = plots.plot_accuracy_seeds(per_seed, tmp_path / "seeds.png", CONFIGS).axes[0]
+    ax = plots.plot_accuracy_vs_time(_study(per_seed), tmp_path / "seeds.png", CONFIGS).axes[0]
     thin = [ln for ln in ax.get_lines() if ln.get_label().startswith("_")]
     assert [list(ln.get_ydata()) for ln in thin] == [[20.0, 40.0], [30.0, 60.0]]
     mean = _lines(ax)[LABELS["grpo"] + ": mean of 2 seeds"]
     assert mean[0] == [0.0, 25.0] and mean[1] == pytest.approx([25.0, 50.0])
+
+
+def _write_run(d, rows, cfg):
+    d.mkdir(parents=True)
+    (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (d / "config.json").write_text(json.dumps(cfg))
+    return d
+
+
+def test_plots_cli_writes_one_runs_files_into_that_run_never_over_the_seed_summary(tmp_path, capsys):
+    seed = tmp_path / "seed0"
+    for arm, rows in RUNS.items():
+        _write_run(seed / arm, rows, CONFIGS[arm])
+    (seed / "summary.md").write_text("the seed's summary of all arms")
+    assert plots.main([str(seed / "grpo")]) == 0
+    assert (seed / "summary.md").read_text() == "the seed's summary of all arms"
+    assert not (seed / "time_breakdown.png").exists()
+    assert (seed / "grpo" / "summary.md").read_text().startswith("# minipods comparison: 1 seed (0)")
+    assert all((seed / "grpo" / name).read_bytes().startswith(PNG_MAGIC) for name in plots.FIGURES)
+    # several run folders need --out (their parent may be a seed's folder)
+    assert plots.main([str(seed / "grpo"), str(seed / "pods_max_variance")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "minipods.plots: error: several run folders: say where the files go with --out"]
+    assert plots.main([str(seed / "grpo"), str(seed / "pods_max_variance"), "--out", str(tmp_path / "o")]) == 0
+    assert "| pods_max_variance | 8 | 4 |" in (tmp_path / "o" / "summary.md").read_text()
+
+
+def test_plots_cli_a_damaged_metrics_line_is_one_line_exit_2(tmp_path, capsys):
+    run = _write_run(tmp_path / "grpo", RUNS["grpo"], CONFIGS["grpo"])
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    lines[0] = lines[0][:10]  # a torn line that is not the last: refused, not skipped
+    (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    assert plots.main([str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("minipods.plots: error: ") and "Traceback" not in err

@@ -1,5 +1,6 @@
-"""minipods.analysis.results / .seeds on hand-made metrics and per-question files: the summary numbers
-(time to target, speedup, sweep points, means across seeds, learning per seed) against known answers."""
+"""minipods.analysis.summary on hand-made studies (the seed is the unit: per-seed differences, their
+t-interval and sign-flip p, the pooled interval only as these seeds' questions) and
+minipods.analysis.results reading run folders into a study; known answers throughout."""
 
 import csv
 import json
@@ -7,8 +8,10 @@ import math
 
 import pytest
 
-from minipods.analysis import plots, results, seeds
-from minipods.analysis.stats import mean_interval, paired_difference
+from minipods.analysis import plots, results
+from minipods.analysis.stats import paired_difference
+from minipods.analysis.summary import (FINAL, LEARNING, Point, difference, format_difference, summarize_study,
+                                       write_summary)
 from minipods.checkpoint import eval_path
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -19,68 +22,107 @@ def _csv(path):
         return list(csv.DictReader(f))
 
 
-# ---------------------------------------------------------------- summarize() on hand-made metrics
-def _run(evals, steps):
-    """metrics rows: evals = [(elapsed_s, acc)], steps = [(step, elapsed_s, rollout_s, update_s, zero_std)]."""
-    rows = [{"step": s, "elapsed_s": e, "rollout_s": r, "update_s": u, "step_s": r + u, "zero_std_frac": z,
-             "reward_mean": 0.5, "kept_reward_mean": 0.6, "peak_mem_mb": 100.0 + s} for s, e, r, u, z in steps]
-    for t, acc in evals:
-        row = next((r for r in rows if r["elapsed_s"] == t), None)
-        if row is None:
-            rows.insert(0, row := {"step": 0, "elapsed_s": t})
-        row.update(eval_accuracy=acc, eval_n=100)
-    return rows
+def _pts(*evals):
+    """[(seconds, step, [0/1 per question])] -> Points carrying their questions."""
+    return [Point(t, s, sum(c) / len(c), len(c), dict(enumerate(c))) for t, s, c in evals]
 
 
-HAND = {
-    "grpo": _run([(0, 0.2), (10, 0.4), (20, 0.5), (30, 0.48)],
-                 [(1, 10, 4, 6, 0.5), (2, 20, 4, 6, 0.25), (3, 30, 4, 6, 0.0)]),
-    "pods_max_variance": _run([(0, 0.2), (5, 0.45), (10, 0.5), (15, 0.52)],
-                              [(1, 5, 4, 1, 0.0), (2, 10, 4, 1, 0.0), (3, 15, 4, 1, 0.0)]),
-    "pods_random": _run([(0, 0.2), (12, 0.3), (24, 0.49)], [(1, 12, 8, 4, 1.0), (2, 24, 8, 4, 0.0)]),
+STUDY = {  # b - a per seed: +0.5, +0.25, 0.0 on 4 questions each
+    0: {"a": _pts((0, 0, [0, 0, 0, 0]), (10, 8, [1, 0, 0, 0])), "b": _pts((0, 0, [0, 0, 0, 0]), (12, 8, [1, 1, 1, 0]))},
+    1: {"a": _pts((0, 0, [1, 0, 0, 0]), (10, 8, [1, 1, 0, 0])), "b": _pts((0, 0, [1, 0, 0, 0]), (12, 8, [1, 1, 1, 0]))},
+    2: {"a": _pts((0, 0, [0, 0, 0, 1]), (10, 8, [0, 1, 0, 1])), "b": _pts((0, 0, [0, 0, 0, 1]), (12, 8, [1, 0, 0, 1]))},
 }
 
 
-def test_summarize_known_answer(tmp_path):
-    s = {r["arm"]: r for r in results.summarize(HAND)}
-    g, p, r = s["grpo"], s["pods_max_variance"], s["pods_random"]
-    assert g["target_accuracy"] == pytest.approx(0.495)  # 99% of GRPO's peak 0.5
-    assert (g["peak_accuracy"], g["peak_time_s"], g["time_to_target_s"], g["speedup"]) == (0.5, 20, 20, 1.0)
-    assert (p["peak_accuracy"], p["time_to_target_s"], p["speedup"]) == (0.52, 10, 2.0)  # the paper's ~2x
-    assert (r["time_to_target_s"], r["speedup"]) == (None, None)  # 0.49 < 0.495: never reached
-    assert g["mean_step_s"] == 10 and g["mean_rollout_s"] == 4 and g["mean_update_s"] == 6
-    assert g["zero_std_frac"] == pytest.approx(0.25) and r["zero_std_frac"] == 0.5
-    assert (g["steps"], g["train_s"], g["final_accuracy"], g["peak_mem_mb"]) == (3, 30, 0.48, 103.0)
-    md, _ = results.write_summary(list(s.values()), tmp_path, {"grpo": {"method": "grpo", "n": 4, "m": 4}})
+def test_difference_leads_with_the_seeds_and_pools_only_as_these_seeds_questions():
+    d = difference(STUDY, "a", "b")
+    assert [v["diff"] for v in d["per_seed"].values()] == [0.5, 0.25, 0.0]
+    assert d["per_seed"][0]["paired"] == paired_difference([1, 0, 0, 0], [1, 1, 1, 0])
+    m = d["seeds"]  # mean 0.25, sd 0.25: 0.25 +- 4.303 * 0.25 / sqrt(3)
+    assert (m["mean"], m["k"]) == (0.25, 3)
+    assert (m["lo"], m["hi"]) == pytest.approx((0.25 - 4.303 * 0.25 / math.sqrt(3), 0.25 + 4.303 * 0.25 / math.sqrt(3)))
+    assert m["p"] == 4 / 8  # +-0.5, +-0.25, +-0: sums >= 0.75 in |.|: (+,+,+-) and (-,-,+-)
+    assert d["pooled"] == paired_difference([1, 0, 0, 0, 1, 1, 0, 0, 0, 1, 0, 1], [1, 1, 1, 0, 1, 1, 1, 0, 1, 0, 0, 1])
+    line = format_difference(d)
+    assert line.startswith("+25.0 points [−37.1, +87.1] over 3 seeds (t 95% CI; sign-flip p 0.5); per seed +50.0 [")
+    assert "; these seeds' 12 questions pooled +25.0 [" in line
+    # learning of one arm: first vs final of the same arm
+    learn = difference(STUDY, "a", "a", LEARNING)
+    assert [v["diff"] for v in learn["per_seed"].values()] == [0.25, 0.25, 0.25]
+
+
+def test_one_seed_is_the_one_seed_case_and_no_questions_no_pooled_interval():
+    one = difference({0: STUDY[0]}, "a", "b")
+    assert one["seeds"]["lo"] is None and one["pooled"] == one["per_seed"][0]["paired"]
+    lo, hi = one["per_seed"][0]["paired"]["ci95"]
+    assert format_difference(one) == (f"+50.0 points [{100 * lo:+.1f}, {100 * hi:+.1f}]".replace("-", "−") +
+                                      " on this seed's 4 questions (McNemar p 0.5; one run: no seed-level interval)")
+    bare = {s: {a: [p._replace(correct=None) for p in pts] for a, pts in by.items()} for s, by in STUDY.items()}
+    d = difference(bare, "a", "b", FINAL)
+    assert d["pooled"] is None and all(v["paired"] is None for v in d["per_seed"].values())
+    assert d["seeds"]["mean"] == 0.25 and "pooled" not in format_difference(d)
+
+
+def test_the_five_seed_study_from_its_per_seed_finals():
+    final = {"grpo": [41.4, 49.2, 9.4, 57.0, 45.3], "pods_max_variance": [29.7, 37.5, 30.5, 57.8, 53.9],
+             "pods_random": [3.1, 39.1, 39.8, 34.4, 29.7]}
+    study = {s: {a: [Point(0, 32, v[s] / 100, 128)] for a, v in final.items()} for s in range(5)}
+    d = difference(study, "pods_random", "pods_max_variance")
+    assert format_difference(d, per_seed=False) == "+12.7 points [−8.2, +33.5] over 5 seeds (t 95% CI; sign-flip p 0.25)"
+    d = difference(study, "grpo", "pods_max_variance")
+    assert format_difference(d, per_seed=False) == "+1.4 points [−16.0, +18.8] over 5 seeds (t 95% CI; sign-flip p 0.94)"
+
+
+def _run_folder(d, evals, steps=()):
+    """A run folder: evals = [(step, seconds, [0/1 per question])] (metrics rows and eval files)."""
+    rows = [{"step": s, "elapsed_s": t, "step_s": 1.0, "rollout_s": 0.75, "update_s": 0.25, "zero_std_frac": 0.5,
+             "reward_mean": 0.1, "kept_reward_mean": 0.2, "peak_mem_mb": 10.0 + s} for s, t in steps]
+    for step, t, correct in evals:
+        row = next((r for r in rows if r["step"] == step), None)
+        if row is None:
+            rows.append(row := {"step": step, "elapsed_s": t})
+        row.update(eval_accuracy=sum(correct) / len(correct), eval_n=len(correct))
+        eval_path(d, step).parent.mkdir(parents=True, exist_ok=True)
+        eval_path(d, step).write_text("".join(json.dumps({"index": i, "gold": "1", "pred": "1", "correct": c}) + "\n"
+                                              for i, c in enumerate(correct)))
+    rows.sort(key=lambda r: r["step"])
+    (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return d
+
+
+def test_read_study_and_costs_from_run_folders(tmp_path):
+    run = _run_folder(tmp_path / "s0" / "pods", [(0, 0.0, [0, 1]), (2, 2.0, [1, 1])], [(1, 1.0), (2, 2.0)])
+    study = results.read_study({0: {"pods": run}})
+    assert study[0]["pods"] == [Point(0.0, 0, 0.5, 2, {0: 0, 1: 1}), Point(2.0, 2, 1.0, 2, {0: 1, 1: 1})]
+    c = results.summarize({"pods": results.read_rows(run)})[0]
+    assert (c["steps"], c["train_s"], c["mean_step_s"], c["mean_rollout_s"], c["peak_mem_mb"]) == (2, 2.0, 1.0, 0.75, 12.0)
+    assert (c["peak_accuracy"], c["final_accuracy"]) == (1.0, 1.0)
+
+
+def test_write_summary_files_carry_the_seed_level_numbers(tmp_path):
+    s = summarize_study(STUDY, baseline="a", focus="b", costs={"a": {"mean_step_s": 2.0}})
+    md, csv_path = write_summary(s, tmp_path, {"a": {"method": "grpo", "n": 4, "m": 4}})
+    rows = {r["arm"]: r for r in _csv(csv_path)}
+    assert float(rows["a"]["vs_focus_mean"]) == 0.25 and int(rows["a"]["vs_focus_k"]) == 3
+    assert float(rows["a"]["vs_focus_p"]) == 0.5 and int(rows["a"]["vs_focus_questions_n"]) == 12
+    assert float(rows["a"]["mean_step_s"]) == 2.0 and rows["a"]["method"] == "grpo" and rows["a"]["rule"] == ""
+    assert float(rows["b"]["learn_mean"]) == pytest.approx(0.5) and rows["b"]["vs_focus_mean"] == ""
     text = md.read_text()
-    assert "2.00x" in text and "not reached" in text and "0.495" in text
-
-
-def test_summarize_edge_cases():
-    # no baseline arm, or a baseline that never scores: no target, no speedup (rather than 0/0)
-    s = results.summarize({"pods_max_variance": HAND["pods_max_variance"]})
-    assert s[0]["target_accuracy"] is None and s[0]["speedup"] is None and s[0]["peak_accuracy"] == 0.52
-    zero = _run([(0, 0.0), (10, 0.0)], [(1, 10, 1, 1, 1.0)])
-    s = results.summarize({"grpo": zero, "pods": HAND["pods_random"]})
-    assert all(r["target_accuracy"] is None and r["time_to_target_s"] is None for r in s)
-    # an arm without evaluations
-    s = results.summarize({"grpo": HAND["grpo"], "x": [{"step": 1, "elapsed_s": 3, "step_s": 3}]})
-    assert s[1]["peak_accuracy"] is None and s[1]["time_to_target_s"] is None and s[1]["mean_step_s"] == 3
+    assert "- `b` minus `a`, final evaluations: +25.0 points [−37.1, +87.1] over 3 seeds" in text
+    assert "| a | 4 | 4 | 41.7 [" in text and "no target: `a`'s step-0 evaluation meets it" in text
 
 
 def test_sweep_points_and_figure(tmp_path):
-    runs = {"pods_n4": _run([(0, 0.2), (10, 0.3), (20, 0.35)], [(1, 10, 1, 1, 0), (2, 20, 1, 1, 0)]),
-            "pods_n8": _run([(0, 0.2), (12, 0.45), (24, 0.5)], [(1, 12, 1, 1, 0), (2, 24, 1, 1, 0)]),
-            "pods_n16": _run([(0, 0.2), (18, 0.4), (36, 0.6)], [(1, 18, 1, 1, 0), (2, 36, 1, 1, 0)])}
-    cfgs = {"pods_n4": {"n": 4, "m": 2}, "pods_n8": {"n": 8, "m": 2}, "pods_n16": {"n": 16, "m": 2}}
-    pts, at = results.sweep_points(runs, cfgs)  # common horizon: min of the last evaluations = 20 s
-    assert at == 20 and pts == [(4, 0.35), (8, 0.45), (16, 0.4)]  # single-peaked in n
-    pts, at = results.sweep_points(runs, cfgs, at_s=math.inf)  # a budget run: each arm's final evaluation
-    assert pts == [(4, 0.35), (8, 0.5), (16, 0.6)]
-    for a, rows in runs.items():
-        (tmp_path / a).mkdir()
-        (tmp_path / a / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        (tmp_path / a / "config.json").write_text(json.dumps({**cfgs[a], "method": "pods"}))
+    runs = {"pods_n4": [(0, 0.0, [0, 0]), (1, 10.0, [1, 0]), (2, 20.0, [1, 0])],
+            "pods_n8": [(0, 0.0, [0, 0]), (1, 12.0, [1, 1]), (2, 24.0, [1, 0])],
+            "pods_n16": [(0, 0.0, [0, 0]), (1, 18.0, [0, 0]), (2, 36.0, [1, 1])]}
+    cfgs = {a: {"n": int(a[6:]), "m": 2, "method": "pods"} for a in runs}
+    for a, ev in runs.items():
+        _run_folder(tmp_path / a, ev, [(s, t) for s, t, _ in ev if s])
+        (tmp_path / a / "config.json").write_text(json.dumps(cfgs[a]))
+    study = results.read_study({0: {a: tmp_path / a for a in runs}})[0]
+    assert plots.sweep_points(study, cfgs) == ([(4, 0.5), (8, 1.0), (16, 0.0)], 20.0)  # read at 20 s
+    assert plots.sweep_points(study, cfgs, at_s=math.inf) == ([(4, 0.5), (8, 0.5), (16, 1.0)], math.inf)
     (tmp_path / results.COMPARISON_FILE).write_text(json.dumps(
         {"arms": list(runs), "sweep": {"param": "n", "values": [4, 8, 16], "arms": list(runs)}}))
     assert plots.main([str(tmp_path)]) == 0
@@ -88,45 +130,56 @@ def test_sweep_points_and_figure(tmp_path):
     assert [r["arm"] for r in _csv(tmp_path / "summary.csv")] == ["pods_n4", "pods_n8", "pods_n16"]
 
 
-def test_summarize_seeds_known_answer():
-    other = _run([(0, 0.2), (10, 0.45), (20, 0.58)], [(1, 10, 4, 6, 0.5), (2, 20, 4, 6, 0.25)])
-    rows = seeds.summarize_seeds({0: {"grpo": HAND["grpo"]}, 1: {"grpo": other}})
-    g = rows[0]["final_accuracy"]
-    assert (g["mean"], g["k"]) == (pytest.approx(0.53), 2)
-    assert g["lo"] == 0.0 and g["hi"] == 1.0  # 0.53 +- 12.706 * 0.0707 / sqrt(2) = +-0.635, clipped to [0, 1]
-    assert mean_interval([0.2, 0.3, 0.4])["lo"] == pytest.approx(0.3 - 4.303 * 0.1 / math.sqrt(3))
-    assert rows[0]["peak_accuracy"]["mean"] == pytest.approx(0.54)
-    assert rows[0]["time_to_target_s"]["mean"] == pytest.approx(20)  # 20 s in both seeds
+# ---------------------------------------------------------------- update pricing: as run and re-priced
+def _step(step, kept, silent, update_s, step_s, elapsed_s, acc=None):
+    row = {"step": step, "kept_rows": kept, "silent_rows": silent, "update_s": update_s, "rollout_s": step_s - update_s,
+           "step_s": step_s, "elapsed_s": elapsed_s, "reward_mean": 0.5, "kept_reward_mean": 0.5}
+    return {**row, "eval_accuracy": acc, "eval_n": 100} if acc is not None else row
 
 
-def _fake_evals(run_dir, by_step):
-    """A run folder holding only per-question evaluations: step -> 0/1 per question."""
-    (run_dir / "eval").mkdir(parents=True)
-    for step, correct in by_step.items():
-        rows = [json.dumps({"index": i, "gold": str(i), "pred": str(i if c else -1), "correct": c})
-                for i, c in enumerate(correct)]
-        eval_path(run_dir, step).write_text("\n".join(rows) + "\n")
-    return run_dir
+# skip_silent ran 2, 1 (a placeholder: all 4 silent) and 3 rows: 3.0 s / 6 rows = 0.5 s per processed row
+SKIP_ROWS = [_step(1, 4, 2, 1.0, 3.0, 3.0, 0.5), _step(2, 4, 4, 0.2, 2.2, 5.2, 0.6), _step(3, 4, 1, 1.8, 3.8, 9.0, 0.6)]
 
 
-def test_learning_by_seed_pools_first_vs_final_pairs(tmp_path):
-    s0 = {"pods": _fake_evals(tmp_path / "s0" / "pods", {0: [0, 0, 1, 0], 8: [1, 0, 1, 0], 16: [1, 1, 1, 0]}),
-          "grpo": _fake_evals(tmp_path / "s0" / "grpo", {0: [0, 0, 1, 0]})}  # one evaluation: no change
-    s1 = {"pods": _fake_evals(tmp_path / "s1" / "pods", {0: [1, 0, 0], 16: [0, 1, 1]})}
-    got = seeds.learning_by_seed({0: s0, 1: s1})
-    p0, p1 = got["pods"]["per_seed"][0], got["pods"]["per_seed"][1]
-    assert (p0["acc_a"], p0["acc_b"], p0["diff"], p0["last_step"]) == (0.25, 0.75, 0.5, 16)  # step 8 skipped
-    assert (p1["a_only"], p1["b_only"]) == (1, 2)
-    pooled = got["pods"]["pooled"]
-    assert pooled == paired_difference([0, 0, 1, 0, 1, 0, 0], [1, 1, 1, 0, 0, 1, 1])
-    assert pooled["n"] == 7 and pooled["diff"] == pytest.approx(3 / 7)
-    assert (pooled["a_only"], pooled["b_only"]) == (1, 4) and pooled["p"] == pytest.approx(0.375)  # 2 * 6 / 32
-    assert got["grpo"]["per_seed"] == {0: None, 1: None} and got["grpo"]["pooled"] is None
-    rows = seeds.summarize_seeds({0: {"pods": []}, 1: {"pods": []}})
-    md, csv_path = seeds.write_seed_summary(rows, {}, tmp_path, [0, 1], learning=got)
-    line = next(ln for ln in md.read_text().splitlines() if ln.startswith("| pods |") and "→" in ln)
-    assert "25.0 → 75.0 (+50.0" in line and "33.3 → 66.7 (+33.3" in line and "(+42.9" in line
-    row = _csv(csv_path)[0]
-    assert float(row["learn_diff"]) == pytest.approx(3 / 7) and int(row["learn_n"]) == 7
-    assert float(row["learn_p"]) == pytest.approx(0.375)
-    assert (float(row["learn_lo"]), float(row["learn_hi"])) == pytest.approx(pooled["ci95"])
+def test_repriced_seconds_scale_each_update_by_its_rows():
+    # every_row: 1.0 * 4/2 = 2.0; the all-silent step 0.5 s/row * 4 = 2.0; 1.8 * 4/3 = 2.4 (+1.0, +1.8, +0.6)
+    got = results.repriced_seconds(SKIP_ROWS, "skip_silent", "every_row")
+    assert got == pytest.approx({0: 0, 1: 4.0, 2: 8.0, 3: 12.4})
+    every = [_step(1, 4, 2, 2.0, 3.0, 3.0), _step(2, 4, 4, 2.0, 3.0, 6.0)]  # skip_silent: 2 rows, then 1 (placeholder)
+    assert results.repriced_seconds(every, "every_row", "skip_silent") == pytest.approx({0: 0, 1: 2.0, 2: 3.5})
+    assert results.repriced_seconds([{"step": 1, "update_s": 1.0, "step_s": 2.0, "elapsed_s": 2.0}],
+                                    "skip_silent", "every_row") is None
+
+
+def _priced_folder(d, rows, cfg):
+    d.mkdir(parents=True)
+    first = {"step": 0, "elapsed_s": 0.0, "eval_accuracy": 0.2, "eval_n": 100}
+    (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [first] + rows))
+    (d / "config.json").write_text(json.dumps(cfg))
+    return d
+
+
+def test_summary_names_each_pricing_and_gives_time_to_target_under_both(tmp_path):
+    pods = [_step(s, 2, 0, 1.0, 4.0, 4.0 * s, 0.6) for s in (1, 2, 3)]  # no silent rows: the same either way
+    dirs = {"grpo": _priced_folder(tmp_path / "grpo", SKIP_ROWS, {"method": "grpo", "update_pricing": "skip_silent"}),
+            "pods": _priced_folder(tmp_path / "pods", pods, {"method": "pods", "update_pricing": "skip_silent"})}
+    plots.make({0: dirs}, tmp_path, baseline="grpo")
+    md = (tmp_path / "summary.md").read_text()
+    assert "Update pricing (config.json): `grpo` skip_silent, `pods` skip_silent." in md
+    # grpo reaches its plateau (0.6) at step 2: 5.2 s as run, 8.0 s re-priced; pods at step 1, 4 s both ways
+    assert "| pods | 1/1; 4 s, 1.0 steps | 1.30x (1/1 seeds, 0 censored) | 1/1; 4 s, 1.0 steps | 2.00x (1/1 seeds, " \
+           "0 censored) |" in md
+    assert "| grpo | 1/1; 5 s, 2.0 steps | - | 1/1; 8 s, 2.0 steps | - |" in md
+    assert "| arm | as run | speed-up as run | re-priced to every_row (estimate from per-row costs) |" in md
+    study = results.read_study({0: dirs})  # a run that paid every row at beta > 0 has no skip_silent price
+    got = results.repriced_study(study, {0: {a: results.read_rows(d) for a, d in dirs.items()}},
+                                 {a: {"update_pricing": "every_row", "beta": 0.04} for a in dirs})
+    assert got == ("skip_silent", "`grpo` ran with beta 0.04, where leaving silent rows out is not exact")
+    # an old run: no update_pricing (read by train's rule, said so) and no kept/silent counts
+    old = [{k: v for k, v in r.items() if k not in ("kept_rows", "silent_rows")} for r in SKIP_ROWS]
+    dirs["grpo"] = _priced_folder(tmp_path / "old", old, {"method": "grpo", "fast": True, "beta": 0.0})
+    plots.make({0: dirs}, tmp_path, baseline="grpo")
+    md = (tmp_path / "summary.md").read_text()
+    assert "`grpo` skip_silent (read so: config.json does not record update_pricing)" in md
+    assert ("Time to target re-priced to every_row: cannot be computed: `grpo`'s metrics rows lack kept_rows and "
+            "silent_rows") in md and "estimate from per-row costs" not in md

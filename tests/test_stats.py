@@ -1,40 +1,24 @@
-"""minipods.analysis.stats: the intervals against published values, and the paired interval's coverage
-simulated (it must hold its 95% where the old interval, conditional on the discordant count, did not)."""
+"""minipods.analysis.stats: the intervals against published values and exact small cases; the paired
+interval's coverage simulated; and the seed-level interval's coverage in simulated studies where the
+training run varies more than the question (where the pooled question-level interval under-covers)."""
 
-import functools
 import math
 import random
 
 import numpy as np
 import pytest
 
-from minipods.analysis.stats import (clopper_pearson, mcnemar_p, mean_interval, newcombe_paired, paired_difference,
-                                     wilson_interval)
+from minipods.analysis.stats import (mcnemar_p, mean_interval, newcombe_paired, paired_difference, ratio_interval,
+                                     sign_flip_p, wilson_interval)
 
 # Newcombe (1998), "Two-sided confidence intervals for the single proportion: comparison of seven
-# methods", Stat Med 17:857, Table II: method 3 (Wilson score) and method 5 (Clopper-Pearson), 4 decimals.
-SINGLE = [  # k, n, Wilson (lo, hi), Clopper-Pearson (lo, hi)
-    (81, 263, (0.2553, 0.3662), (0.2527, 0.3676)),
-    (15, 148, (0.0624, 0.1605), (0.0578, 0.1617)),
-    (0, 20, (0.0, 0.1611), (0.0, 0.1684)),
-    (1, 29, (0.0061, 0.1718), (0.0009, 0.1776)),
-]
+# methods", Stat Med 17:857, Table II: method 3 (Wilson score), 4 decimals.
+SINGLE = [(81, 263, (0.2553, 0.3662)), (15, 148, (0.0624, 0.1605)), (0, 20, (0.0, 0.1611)), (1, 29, (0.0061, 0.1718))]
 
 
-@pytest.mark.parametrize("k, n, wilson, cp", SINGLE)
-def test_wilson_and_clopper_pearson_match_newcombe_1998(k, n, wilson, cp):
+@pytest.mark.parametrize("k, n, wilson", SINGLE)
+def test_wilson_matches_newcombe_1998(k, n, wilson):
     assert wilson_interval(k, n) == pytest.approx(wilson, abs=5e-5)
-    assert clopper_pearson(k, n) == pytest.approx(cp, abs=5e-5)
-
-
-def test_clopper_pearson_closed_forms():
-    # k = n: lo = (alpha/2)^(1/n); k = 0: hi = 1 - (alpha/2)^(1/n)
-    assert clopper_pearson(5, 5) == (pytest.approx(0.025 ** (1 / 5), abs=1e-9), 1.0)
-    assert clopper_pearson(0, 5) == (0.0, pytest.approx(1 - 0.025 ** (1 / 5), abs=1e-9))
-    # k = 1 of 2: 1 - (1 - lo)^2 = 0.025, and symmetric
-    lo, hi = clopper_pearson(1, 2)
-    assert lo == pytest.approx(1 - math.sqrt(0.975), abs=1e-9) and hi == pytest.approx(math.sqrt(0.975), abs=1e-9)
-    assert clopper_pearson(0, 0) == (0.0, 1.0)
 
 
 # Paired tables (both, first only, second only, neither) -> the published interval for p1 - p2.
@@ -127,25 +111,11 @@ def test_mean_interval_student_t():
 
 
 # ---------------------------------------------------------------- coverage, simulated
-# Per question: P(only a right), P(only b right) as in issue 23, and P(both right) (the interval
+# Per question: P(only a right), P(only b right), and P(both right) (the interval
 # depends on the concordant split too, so three splits are simulated). N questions per evaluation.
 CASES = [(100, 0.00, 0.05), (100, 0.01, 0.05), (128, 0.04, 0.25), (384, 0.12, 0.18)]
 BOTH = (0.0, 0.1, 0.3)
 RUNS = 1500
-
-
-def _old_interval(b_only, d, n):
-    """The interval paired_difference gave before issue 23: Clopper-Pearson on b_only / d mapped to
-    the difference with d held fixed ([0, 0] when d = 0)."""
-    return _old_cached(b_only, d, n)
-
-
-@functools.lru_cache(maxsize=None)
-def _old_cached(b_only, d, n):
-    if d == 0:
-        return (0.0, 0.0)
-    plo, phi = clopper_pearson(b_only, d)
-    return (d * (2 * plo - 1) / n, d * (2 * phi - 1) / n)
 
 
 def _tables(n, p_a, p_b, p_both, seed):
@@ -169,9 +139,51 @@ def test_newcombe_covers_at_least_93_percent(n, p_a, p_b):
         assert cov >= 0.93, (n, p_a, p_b, p_both, cov)
 
 
-@pytest.mark.parametrize("n, p_a, p_b", CASES[:3])
-def test_the_old_conditional_interval_fails_the_same_simulation(n, p_a, p_b):
-    # (the fourth case, many discordant questions both ways, is where it did hold: ~95%)
-    tables = _tables(n, p_a, p_b, 0.1, seed=23)
-    cov = _coverage(lambda both, f, s, nei: _old_interval(f, f + s, n), tables, p_b - p_a)
-    assert cov < 0.93, (n, p_a, p_b, cov)
+def test_sign_flip_p_enumerates_every_sign_pattern():
+    # 1, 2, 3: of the 8 sign patterns only +++ and --- reach |sum| 6
+    assert sign_flip_p([0.01, 0.02, 0.03]) == 2 / 8
+    # 5 seeds all one way: the smallest p five runs can give
+    assert sign_flip_p([0.1, 0.2, 0.1, 0.3, 0.05]) == 2 / 32
+    # 3, -1, -1 (observed |sum| 1): the 8 signed sums are 5, 3, 3, 1, -1, -3, -3, -5, all at least 1 in size
+    assert sign_flip_p([3.0, -1.0, -1.0]) == 1.0
+    assert sign_flip_p([]) is None and sign_flip_p([1.0] * 13) is None  # beyond exact enumeration
+
+
+def test_ratio_interval_is_a_t_interval_on_log_ratios():
+    r = ratio_interval([2.0, 0.5, None])
+    assert r["ratio"] == pytest.approx(1.0) and (r["k"], r["of"]) == (2, 3)
+    # logs +-ln 2: sd = ln 2 * sqrt(2), half-width t(1) * sd / sqrt(2) = 12.706 ln 2
+    assert (r["lo"], r["hi"]) == pytest.approx((2 ** -12.706, 2 ** 12.706))
+    r = ratio_interval([0.879, 0.884, 1.205])  # the three per-seed speed-ups of the five-seed study
+    assert (round(r["ratio"], 2), round(r["lo"], 2), round(r["hi"], 2)) == (0.98, 0.62, 1.53)
+
+
+# ---------------------------------------------------------------- the seed is the unit, simulated
+STUDIES, SEEDS, QUESTIONS = 2000, 5, 128
+
+
+def _studies(seed=32):
+    """Simulated two-arm studies with no arm effect: per seed, both arms answer the same questions
+    (question difficulty d_i, shared), and each arm's training run adds its own offset r (a large
+    between-run spread, as in the five-seed study where one arm's run collapsed and another's did not).
+    P(correct) = sigmoid(-0.4 + r + d_i); a and b are exchangeable, so the true difference is 0."""
+    rng = np.random.default_rng(seed)
+    d = rng.normal(0.0, 1.5, size=(STUDIES, SEEDS, 1, QUESTIONS))
+    r = rng.normal(0.0, 0.6, size=(STUDIES, SEEDS, 2, 1))
+    p = 1 / (1 + np.exp(-(-0.4 + r + d)))
+    return (rng.random(p.shape) < p).astype(int)  # (study, seed, arm, question)
+
+
+def test_the_seed_level_interval_covers_and_the_pooled_one_does_not():
+    correct = _studies()
+    seed_hits = pooled_hits = flips = 0
+    for study in correct:
+        diffs = (study[:, 1].mean(axis=1) - study[:, 0].mean(axis=1)).tolist()
+        m = mean_interval(diffs)
+        seed_hits += m["lo"] <= 0.0 <= m["hi"]
+        flips += sign_flip_p(diffs) <= 0.0625
+        q = paired_difference(study[:, 0].ravel().tolist(), study[:, 1].ravel().tolist())
+        pooled_hits += q["ci95"][0] <= 0.0 <= q["ci95"][1]
+    assert 0.93 <= seed_hits / STUDIES <= 0.975, seed_hits / STUDIES
+    assert pooled_hits / STUDIES < 0.8, pooled_hits / STUDIES  # 640 "independent" pairs: far too narrow
+    assert flips / STUDIES <= 0.0625 + 0.015  # exact: it rejects a true "no effect" at most 2/32 of the time

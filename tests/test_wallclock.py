@@ -1,120 +1,82 @@
-"""minipods.analysis.wallclock and stats.bootstrap_ratio on hand-made run folders with known answers."""
-import json
+"""Time to target (minipods.analysis.summary.time_to_target) on hand-made studies with known answers:
+the baseline's plateau as the target, a tolerance of one evaluation's standard error, never-reached
+seeds kept as censored, steps beside seconds, the speed-up as a geometric mean over seeds."""
 import math
 
 import pytest
 
-from minipods.analysis.stats import bootstrap_ratio, paired_difference
-from minipods.analysis.wallclock import equal_time, eval_step_at, time_to_target, wallclock_lines
+from minipods.analysis.summary import EQUAL_TIME, Point, difference, standard_error, summarize_study, summary_lines, \
+    time_to_target
 
 
-def _arm(d, evals):
-    """A run folder: evals = [(step, elapsed_s, [0/1 per question])]; training rows at every eval step."""
-    (d / "eval").mkdir(parents=True)
-    rows = []
-    for step, t, correct in evals:
-        (d / "eval" / f"step_{step:05d}.jsonl").write_text(
-            "".join(json.dumps({"index": i, "gold": "1", "pred": "1", "correct": c}) + "\n" for i, c in enumerate(correct)))
-        row = {"step": step, "elapsed_s": t, "eval_accuracy": sum(correct) / len(correct), "eval_n": len(correct)}
-        if step:
-            row["step_s"] = 1.0
-        rows.append(row)
-    (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return d
+def _arm(*evals, n=100):
+    """[(seconds, step, accuracy)] -> Points (100 questions)."""
+    return [Point(t, s, a, n) for t, s, a in evals]
 
 
-@pytest.fixture
-def seeds(tmp_path):
-    # seed 0: grpo peaks at 0.75 (target 0.7425) at 40 s; pods reaches 0.75 at 10 s, random never
-    # seed 1: grpo peaks at 0.5 at 20 s (from 0 at step 0); pods reaches it at 10 s, random at 30 s
-    s0 = {"grpo": _arm(tmp_path / "s0/grpo", [(0, 0.0, [0, 0, 1, 0]), (2, 20.0, [1, 0, 1, 0]), (4, 40.0, [1, 1, 1, 0])]),
-          "pods": _arm(tmp_path / "s0/pods", [(0, 0.0, [0, 0, 1, 0]), (1, 10.0, [1, 1, 1, 0]), (4, 50.0, [1, 1, 1, 1])]),
-          "rand": _arm(tmp_path / "s0/rand", [(0, 0.0, [0, 0, 1, 0]), (4, 45.0, [0, 1, 1, 0])])}
-    s1 = {"grpo": _arm(tmp_path / "s1/grpo", [(0, 0.0, [0, 0]), (2, 20.0, [1, 0])]),
-          "pods": _arm(tmp_path / "s1/pods", [(0, 0.0, [0, 0]), (1, 10.0, [1, 0]), (3, 30.0, [1, 1])]),
-          "rand": _arm(tmp_path / "s1/rand", [(0, 0.0, [0, 0]), (3, 30.0, [0, 1])])}
-    return {0: s0, 1: s1}
+# seed 0: grpo's plateau (0.41 + 0.50) / 2 = 0.455, tolerance sqrt(.455 * .545 / 100) = 0.0498: level 0.4052;
+#         grpo reaches it at 30 s (step 3), pods at 10 s (step 1), rand never (its run ends at 40 s, step 4)
+# seed 1: plateau 0.30, level 0.2542: grpo at 20 s (step 2), pods at 20 s, rand at 40 s
+STUDY = {
+    0: {"grpo": _arm((0, 0, 0.1), (10, 1, 0.2), (20, 2, 0.3), (30, 3, 0.41), (40, 4, 0.5)),
+        "pods": _arm((0, 0, 0.1), (10, 1, 0.41), (20, 2, 0.45)),
+        "rand": _arm((0, 0, 0.1), (20, 2, 0.3), (40, 4, 0.35))},
+    1: {"grpo": _arm((0, 0, 0.1), (20, 2, 0.3), (40, 4, 0.3)),
+        "pods": _arm((0, 0, 0.1), (20, 2, 0.26), (40, 4, 0.5)),
+        "rand": _arm((0, 0, 0.1), (20, 2, 0.2), (40, 4, 0.26))},
+}
 
 
-def test_time_to_target_counts_seeds_and_bootstraps_the_ratio(seeds):
-    ttt = time_to_target(seeds, baseline="grpo", reps=500)
-    assert ttt["grpo"]["per_seed"] == {0: 40.0, 1: 20.0} and ttt["grpo"]["reached"] == 2
-    assert ttt["pods"]["per_seed"] == {0: 10.0, 1: 10.0} and ttt["pods"]["reached"] == 2
-    assert ttt["rand"]["per_seed"] == {0: None, 1: 30.0} and (ttt["rand"]["reached"], ttt["rand"]["of"]) == (1, 2)
-    sp = ttt["pods"]["speedup"]
-    assert sp["ratio"] == pytest.approx((40 + 20) / (10 + 10)) and sp["k"] == 2
-    # the resamples of two seeds give (40+40)/20, (20+20)/20 and the full ratio: the interval spans them
-    assert sp["lo"] == pytest.approx(2.0) and sp["hi"] == pytest.approx(4.0)
-    assert ttt["rand"]["speedup"] == {"ratio": pytest.approx(20 / 30), "lo": None, "hi": None, "k": 1}  # seed 1 only
-    lines = "\n".join(wallclock_lines(ttt, equal_time(seeds, "grpo"), "grpo"))
-    assert "| rand | 1/2 seeds | 0.67x (1 seeds) |" in lines and "| pods | 2/2 seeds | 3.00x [2.00, 4.00] (2 seeds) |" in lines
-    assert "No target" not in lines and all(r["no_target"] == [] for r in ttt.values())
+def test_plateau_target_tolerance_steps_and_censored_seeds():
+    t = time_to_target(STUDY, "grpo")
+    (t0, tol0), (t1, tol1) = t["targets"][0], t["targets"][1]
+    assert (t0, t1) == pytest.approx((0.455, 0.30)) and tol0 == pytest.approx(math.sqrt(0.455 * 0.545 / 100))
+    assert tol1 == pytest.approx(standard_error(0.3, 100))
+    g, p, r = (t["arms"][a] for a in ("grpo", "pods", "rand"))
+    assert g["per_seed"][0] == {"seconds": 30, "step": 3, "end_s": 40, "end_step": 4}
+    assert (p["per_seed"][0]["seconds"], p["per_seed"][0]["step"]) == (10, 1)
+    assert r["per_seed"][0]["seconds"] is None and r["per_seed"][0]["end_s"] == 40  # never: kept, censored
+    assert (r["reached"], r["of"], r["censored"]) == (1, 2, 1)
+    # restricted mean: never counts as the run's end (40 s, step 4)
+    assert r["restricted_s"]["mean"] == 40 and r["restricted_step"]["mean"] == 4
+    assert p["restricted_s"]["mean"] == 15 and p["restricted_step"]["mean"] == 1.5
+    # speed-up: geometric mean of grpo / arm per seed: pods 30/10 and 20/20 -> sqrt(3)
+    assert p["speedup"]["ratio"] == pytest.approx(math.sqrt(3)) and p["speedup"]["k"] == 2
+    half = 12.706 * (math.log(3) / math.sqrt(2)) / math.sqrt(2)
+    assert p["speedup"]["lo"] == pytest.approx(math.exp(math.log(3) / 2 - half))
+    # rand: seed 0 enters at its bound 30 / 40 (its whole run), seed 1 at 20 / 40
+    assert r["speedup"]["ratio"] == pytest.approx(math.sqrt(0.75 * 0.5))
+    assert g["speedup"]["ratio"] == pytest.approx(1.0)
 
 
-def test_a_seed_where_grpo_never_beats_step_0_has_no_target(seeds, tmp_path):
-    # seed 2: grpo falls from 0.5 at step 0 to 0 (its peak is the untrained model), so every arm
-    # "reaches" 99% of it at 0 s: that seed cannot say who is sooner and must not count as reached
-    seeds[2] = {"grpo": _arm(tmp_path / "s2/grpo", [(0, 0.0, [1, 0]), (2, 20.0, [0, 0])]),
-                "pods": _arm(tmp_path / "s2/pods", [(0, 0.0, [1, 0]), (1, 10.0, [1, 1])]),
-                "rand": _arm(tmp_path / "s2/rand", [(0, 0.0, [1, 0]), (3, 30.0, [0, 0])])}
-    ttt = time_to_target(seeds, baseline="grpo", reps=500)
-    assert all(r["no_target"] == [2] and 2 not in r["per_seed"] for r in ttt.values())
-    assert (ttt["grpo"]["reached"], ttt["grpo"]["of"]) == (2, 2) and (ttt["rand"]["reached"], ttt["rand"]["of"]) == (1, 2)
-    assert ttt["pods"]["speedup"]["ratio"] == pytest.approx(3.0)  # seeds 0 and 1 only, as without seed 2
-    lines = "\n".join(wallclock_lines(ttt, equal_time(seeds, "grpo"), "grpo"))
-    assert "| grpo | 2/2 seeds |" in lines and "No target on seed 2: `grpo` never beat its step-0 accuracy" in lines
-
-    from minipods.analysis.results import read_rows
-    from minipods.analysis.seeds import summarize_seeds
-
-    rows = {r["arm"]: r for r in summarize_seeds({s: {a: read_rows(d) for a, d in arms.items()}
-                                                  for s, arms in seeds.items()}, baseline="grpo")}
-    assert rows["pods"]["time_to_target_s"] == {"mean": 10.0, "lo": 10.0, "hi": 10.0, "k": 2, "of": 2}
-    assert rows["grpo"]["time_to_target_s"]["mean"] == pytest.approx(30.0)
-    assert rows["pods"]["final_accuracy"]["of"] == 3  # the other metrics keep every seed
+def test_a_seed_whose_baseline_meets_its_target_at_step_0_has_no_target():
+    collapsed = {"grpo": _arm((0, 0, 0.2), (20, 2, 0.05), (40, 4, 0.1)), "pods": _arm((0, 0, 0.2), (40, 4, 0.3))}
+    t = time_to_target({**STUDY, 2: collapsed}, "grpo")
+    assert t["targets"][2] is None and 2 not in t["arms"]["pods"]["per_seed"]
+    assert t["arms"]["pods"]["of"] == 2  # counted apart, not as reached
+    assert "| 2 | no target: `grpo`'s step-0 evaluation meets it |" in "\n".join(
+        summary_lines(summarize_study({**STUDY, 2: collapsed}, "grpo", "pods")))
 
 
-def test_equal_time_pairs_the_arm_at_grpos_time_with_grpos_final(seeds):
-    eq = equal_time(seeds, baseline="grpo")
-    # seed 0: grpo trained 40 s; pods' last evaluation by then is step 1 [1,1,1,0]; rand has only step 0 [0,0,1,0]
-    # seed 1: grpo trained 20 s; pods step 1 [1,0], rand step 0 [0,0]; grpo's finals [1,1,1,0] and [1,0]
-    want_pods = paired_difference([1, 1, 1, 0, 1, 0], [1, 1, 1, 0, 1, 0])
-    want_rand = paired_difference([1, 1, 1, 0, 1, 0], [0, 0, 1, 0, 0, 0])
-    assert eq["pods"] == want_pods and eq["pods"]["diff"] == 0.0
-    assert eq["rand"] == want_rand and eq["rand"]["diff"] == pytest.approx(-3 / 6)
-    assert "grpo" not in eq
+def test_a_declared_target_replaces_the_plateau():
+    t = time_to_target(STUDY, "grpo", target=0.5)
+    assert t["plateau_k"] is None and t["targets"][0] == (0.5, pytest.approx(0.05))
+    g, p = t["arms"]["grpo"], t["arms"]["pods"]
+    assert g["per_seed"][0]["step"] == 4 and g["per_seed"][1]["seconds"] is None  # grpo never reaches 0.45 on seed 1
+    assert p["per_seed"][0]["seconds"] == 20 and p["per_seed"][1]["seconds"] == 40  # level 0.45 both times
+    assert p["speedup"]["k"] == 1 and p["speedup"]["ratio"] == pytest.approx(40 / 20)  # seed 1 has no grpo time
+    assert p["speedup"]["lo"] is None
 
 
-def test_eval_step_at():
-    rows = [{"step": 0, "elapsed_s": 0.0, "eval_accuracy": 0.1}, {"step": 1, "elapsed_s": 5.0},
-            {"step": 2, "elapsed_s": 10.0, "eval_accuracy": 0.2}, {"step": 4, "elapsed_s": 20.0, "eval_accuracy": 0.3}]
-    assert [eval_step_at(rows, t) for t in (0.0, 9.9, 10.0, 19.0, 99.0)] == [0, 0, 2, 2, 4]
-    assert eval_step_at(rows[1:], 5.0) is None
+def test_equal_time_reads_the_arm_at_the_baselines_training_time():
+    d = difference(STUDY, "grpo", "pods", EQUAL_TIME)  # pods at grpo's 40 s: its 20 s (0.45) and 40 s (0.5)
+    assert [v["diff"] for v in d["per_seed"].values()] == pytest.approx([0.45 - 0.5, 0.5 - 0.3])
 
 
-def test_bootstrap_ratio_known_answers():
-    assert bootstrap_ratio([], []) == {"ratio": None, "lo": None, "hi": None, "k": 0}
-    assert bootstrap_ratio([3.0], [0.0])["ratio"] == math.inf
-    r = bootstrap_ratio([2.0, 2.0, 2.0], [1.0, 1.0, 1.0])
-    assert r == {"ratio": 2.0, "lo": 2.0, "hi": 2.0, "k": 3}  # every resample gives the same ratio
-    r = bootstrap_ratio([1.0, 3.0], [1.0, 1.0], reps=400, seed=1)
-    assert r["ratio"] == 2.0 and r["lo"] == 1.0 and r["hi"] == 3.0  # resamples: 1, 2 or 3
-    assert bootstrap_ratio([1.0, 3.0], [1.0, 1.0], reps=400, seed=1) == r  # seeded
-    with pytest.raises(ValueError, match="paired"):
-        bootstrap_ratio([1.0], [1.0, 2.0])
-
-
-def test_seed_summary_carries_time_to_target_and_equal_time(tmp_path):
-    import csv
-
-    from minipods.analysis.plots import make_seeds
-
-    for s, (g_final, p_final) in enumerate([([1, 1, 0, 0], [1, 1, 1, 0]), ([1, 0, 0, 0], [1, 1, 0, 0])]):
-        _arm(tmp_path / f"seed{s}" / "grpo", [(0, 0.0, [0, 0, 0, 0]), (2, 20.0, g_final)])
-        _arm(tmp_path / f"seed{s}" / "pods_max_variance", [(0, 0.0, [0, 0, 0, 0]), (1, 10.0, p_final), (2, 25.0, p_final)])
-    paths = make_seeds(tmp_path, {"seeds": [0, 1], "arms": ["grpo", "pods_max_variance"], "baseline": "grpo"})
-    md = paths["summary.md"].read_text()
-    assert "| pods_max_variance | 2/2 seeds | 2.00x [2.00, 2.00] (2 seeds) | +25.0 [" in md
-    row = {r["arm"]: r for r in csv.DictReader(open(paths["summary.csv"]))}["pods_max_variance"]
-    assert float(row["speedup"]) == 2.0 and float(row["equal_time_diff"]) == pytest.approx(2 / 8)
-    assert int(row["equal_time_n"]) == 8 and row["time_to_target_reached"] == "2"
+def test_summary_lines_show_time_steps_and_the_censored_bound():
+    text = "\n".join(summary_lines(summarize_study(STUDY, "grpo", "pods")))
+    assert "| 0 | 45.5 (±5.0) | 30 s (3) | 10 s (1) | never (40 s, 4) |" in text
+    assert "1/2; ≥40 s, ≥4.0 steps | ≤0.61x" in text  # rand: censored seed at its bound
+    assert "2/2; 15 s, 1.5 steps | 1.73x [" in text
+    hours = "\n".join(summary_lines(summarize_study(STUDY, "grpo", "pods"), unit="h"))  # e.g. published runs
+    assert "| 0 | 45.5 (±5.0) | 30.00 h (3) | 10.00 h (1) | never (40.00 h, 4) |" in hours

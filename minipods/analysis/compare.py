@@ -5,8 +5,10 @@ Paper (Xu et al., TMLR 2026, Figure 1 and Section 5): with the same wall-clock b
 (n = m = 16) peak test accuracy about 2x sooner, because generating rollouts is cheap and parallel
 while the update is memory- and time-bound in the number of rollouts it trains on.
 
-    python -m minipods.compare --small --output-dir runs/cmp              # CPU-sized (train's small preset)
-    python -m minipods.compare --preset paper --budget-s 36000 ...        # the paper's arms
+    python -m minipods.compare --small --output-dir runs/cmp              # the laptop design (= --preset laptop), one seed
+    python -m minipods.compare --preset laptop --seeds 0,1,2,3,4,5,6,7,8,9   # the planned study (docs/results.md)
+    python -m minipods.compare --preset small --seeds 0,1,2,3,4           # the earlier 4-prompt, n/m = 2 study
+    python -m minipods.compare --preset paper ...                         # the authors' arms (6 h each)
     python -m minipods.compare --small --arms grpo,pods_max_variance,pods_random,pods_max_reward
     python -m minipods.compare --small --sweep n=4,8,16                   # PODS for several n, m fixed
     python -m minipods.compare --small --seeds 0,1,2                      # every arm once per seed
@@ -51,10 +53,15 @@ ARMS: dict[str, dict] = {
     "pods_max_reward": dict(method="pods", rule="max_reward"),
 }
 DEFAULT_ARMS = ("grpo", "pods_max_variance")
-# --small's default arms: the paper's ablation (max-variance vs uniform random down-sampling) beside both GRPOs
+# --small (= --preset laptop) and the planned study: the paper's step at CPU scale, PODS n/m = 4 against
+# GRPO with the same m, and the paper's ablation (uniform random down-sampling) beside them
+LAPTOP_ARMS = ("grpo", "pods_max_variance", "pods_random")
+# the five-seed study of the 4-prompt, n/m = 2 variant (--preset small): both GRPOs, both rules
 SMALL_ARMS = ("grpo", "grpo_same_n", "pods_max_variance", "pods_random")
+PRESET_ARMS = {"laptop": LAPTOP_ARMS, "small": SMALL_ARMS}
 DONE = "DONE"  # marker file in a finished arm's folder
-SMALL_EVAL_EVERY = 8  # --small: evaluate at steps 0, 8, 16, 24 and 32 (five points of a curve per arm)
+SMALL_EVAL_EVERY = 8  # --preset small: evaluate at steps 0, 8, 16, 24 and 32 (five points of a curve per arm)
+SMALL_PRESET = "laptop"  # what --small runs: the classroom version of the planned study (docs/results.md)
 UNBOUNDED_STEPS = 1_000_000  # --budget-s without --max-steps: the budget is the only limit
 # settings that may differ between a saved arm and a re-run of it without changing its results
 _NOT_COMPARED = {"resume", "progress", "output_dir", "device"}
@@ -87,6 +94,11 @@ def parse_arms(spec: str | list[str] | tuple[str, ...]) -> list[str]:
     return names
 
 
+def default_arms(preset: str | None) -> tuple[str, ...]:
+    """The arms a preset compares when --arms is not given."""
+    return PRESET_ARMS.get(preset, DEFAULT_ARMS)
+
+
 def _shared_overrides(preset: str | None, overrides: dict) -> dict:
     """The settings shared by every arm: explicit overrides, plus comparison defaults for the step
     limit (a --budget-s alone lifts max_steps) and evaluation (a few points, so there is a curve)."""
@@ -97,7 +109,7 @@ def _shared_overrides(preset: str | None, overrides: dict) -> dict:
     base = dict(PRESETS[preset]) if preset else {}
     if ov.get("budget_s") and "max_steps" not in ov:
         ov["max_steps"] = UNBOUNDED_STEPS
-    if "eval_every" not in ov:
+    if "eval_every" not in ov and not ov.get("eval_every_s", base.get("eval_every_s")):  # no time grid given
         preset_every = base.get("eval_every", 0)
         if preset == "small" or not preset_every:
             steps = ov.get("max_steps", base.get("max_steps", TrainConfig.max_steps))
@@ -115,7 +127,7 @@ def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
     ov = _shared_overrides(preset, overrides)
     out = Path(output_dir)
-    names = parse_arms(arms if arms is not None else (SMALL_ARMS if preset == "small" else DEFAULT_ARMS))
+    names = parse_arms(arms if arms is not None else default_arms(preset))
     cfgs: dict[str, TrainConfig] = {}
 
     def make(name, **kw):  # make_config validates; say which arm a bad setting breaks
@@ -183,7 +195,7 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
                    model_factory: Callable[[TrainConfig], tuple] | None = None, log: Callable = print,
                    seeds: list[int] | str | None = None, **overrides) -> Path:
     """Run (or resume) every arm (once per seed with `seeds`), then write the figures and summary
-    into `output_dir`. arms=None: SMALL_ARMS for the small preset, else DEFAULT_ARMS.
+    into `output_dir`. arms=None: the preset's arms (`default_arms`).
 
     model_factory(cfg) -> (model, tokenizer): called once per arm for a fresh model (e.g. the tiny
     test model); default: each arm loads cfg.model itself. overrides: any TrainConfig field shared
@@ -192,7 +204,7 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
     if isinstance(sweep, str):
         sweep = parse_sweep(sweep)
     if arms is None:
-        arms = SMALL_ARMS if preset == "small" else DEFAULT_ARMS
+        arms = default_arms(preset)
     seeds = parse_seeds(seeds) if seeds is not None else None
     out = Path(output_dir)
     per_seed = seed_configs(arms, preset, out, sweep, seeds, overrides)
@@ -266,14 +278,16 @@ def build_parser():
     p = cli.Parser(prog="python -m minipods.compare", description=__doc__.split("\n\n")[0])
     p.add_argument("--output-dir", default="runs/compare",
                    help="comparison folder: one sub-folder per arm, figures (default: runs/compare)")
-    p.add_argument("--small", action="store_true", help="CPU-sized: train's 'small' preset, evaluation every "
-                                                        f"{SMALL_EVAL_EVERY} steps")
+    p.add_argument("--small", action="store_true", help=f"the classroom study (= --preset {SMALL_PRESET}: one prompt "
+                                                        "per step, PODS 16 -> 4 vs GRPO 4 vs random, equal training "
+                                                        "time, one evaluation grid; about an hour on 2 cores)")
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,
                    help="shared settings (paper: GRPO n=m=16 vs PODS n=64 m=16); explicit flags override (default: none, "
                         "train's defaults)")
     p.add_argument("--arms", default=None,
                    help=f"comma-separated, from {','.join(ARMS)} (default: {','.join(DEFAULT_ARMS)}; "
-                        f"--small: {','.join(SMALL_ARMS)}; with --sweep: none)")
+                        f"--small and --preset laptop: {','.join(LAPTOP_ARMS)}; --preset small: "
+                        f"{','.join(SMALL_ARMS)}; with --sweep: none)")
     p.add_argument("--seeds", default=None, help="run every arm once per seed, e.g. 0,1,2 (folders seed{s}/ARM; "
                                                  "summary: mean and 95%% interval across seeds)")
     p.add_argument("--sweep", default=None, help="also run PODS (max_variance) for several n with m fixed, e.g. "
@@ -286,13 +300,12 @@ def main(argv=None) -> int:
     prog = "minipods.compare"
     args = build_parser().parse_args(argv)
     try:
-        if args.small and args.preset and args.preset != "small":
+        if args.small and args.preset and args.preset != SMALL_PRESET:
             raise ValueError(f"--small conflicts with --preset {args.preset}")
-        preset = args.preset or ("small" if args.small else None)
+        preset = args.preset or (SMALL_PRESET if args.small else None)
         shared = cli.overrides(args, TrainConfig, skip=_PER_ARM)
         sweep = parse_sweep(args.sweep) if args.sweep else None
-        arms = parse_arms(args.arms) if args.arms is not None else \
-            ([] if sweep else list(SMALL_ARMS if preset == "small" else DEFAULT_ARMS))
+        arms = parse_arms(args.arms) if args.arms is not None else ([] if sweep else list(default_arms(preset)))
         seeds = parse_seeds(args.seeds) if args.seeds is not None else None
         cfgs = next(iter(seed_configs(arms, preset, Path(args.output_dir), sweep, seeds, shared).values()))
         model = next(iter(cfgs.values())).model  # (all of it validated above, before any work)

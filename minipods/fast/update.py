@@ -4,7 +4,9 @@ The m kept rows of one prompt share its tokens, so the backbone runs each distin
 micro-batch once and its rows' completions attend to that one pass (its keys/values expanded to
 the rows with autograd, so the gradient flows back through the prompt pass exactly as through m
 copies of it). Same log-probs and gradient (tests/test_fast.py), less work (docs/performance.md).
-fast_grpo_update also leaves out the rows whose advantage is 0 (they add nothing to the gradient).
+fast_grpo_update also leaves out the rows whose advantage is 0 (they add nothing to the gradient)
+unless `skip_silent=False` (`--no-skip-silent`): then every kept row pays its forward and backward,
+as in the authors' trainer and TRL, the pricing the paper's wall-clock numbers were measured under.
 Micro-batches stay runs of `micro_batch_size` consecutive rows (rows are group-major), so memory
 bounds and the accumulated full-batch gradient are as in the plain update; a group split across two
 micro-batches is run once in each, so a micro_batch_size that is a multiple of m shares the most.
@@ -69,19 +71,20 @@ def shared_logprobs(model, mb: Rollouts, temperature: float = 1.0, chunk_tokens:
     return logprobs_from_states(model, h, mb.completion_ids, mb.completion_mask, temperature, chunk_tokens)
 
 
-def fast_grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, beta: float = 0.0, **kwargs) -> dict:
-    """minipods.grpo.grpo_update with the shared-prompt pass, and, when beta = 0, without the passes
-    of rows whose advantage is 0. Such a row's loss terms, -min(r A, clip(r) A) with A = 0, are 0
-    whatever the log-probs, so it adds exactly nothing to the gradient; with max-variance
-    down-sampling that is every kept row of a group whose n rewards all agree. The loss is still
-    averaged over the whole batch's tokens, so the gradient is the full update's (to float rounding:
-    fewer terms summed). When every row is silent one is kept, so the optimizer steps on an all-zero
-    gradient exactly as the full update does (Adam's moments and weight decay still move).
-    kwargs: grpo_update's."""
-    num_tokens = max(int(batch.completion_mask.sum()), 1)
-    if beta == 0:
+def fast_grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, beta: float = 0.0,
+                     skip_silent: bool = True, **kwargs) -> dict:
+    """minipods.grpo.grpo_update with the shared-prompt pass, and, when beta = 0 and `skip_silent`,
+    without the passes of rows whose advantage is 0. Such a row's loss terms, -min(r A, clip(r) A)
+    with A = 0, are 0 whatever the log-probs, so it adds exactly nothing to the gradient; with
+    max-variance down-sampling that is every kept row of a group whose n rewards all agree. The loss
+    is still averaged over the whole batch's tokens (or rows, loss_type "grpo"), so the gradient is
+    the full update's (to float rounding: fewer terms summed). When every row is silent one is kept,
+    so the optimizer steps on an all-zero gradient exactly as the full update does (Adam's moments
+    and weight decay still move). kwargs: grpo_update's."""
+    num_tokens, num_rows = max(int(batch.completion_mask.sum()), 1), len(batch)
+    if beta == 0 and skip_silent:
         live = advantages.nonzero().flatten().tolist() or [0]
         if len(live) < len(batch):
             batch, advantages = batch.select(live), advantages[live]
     return grpo_update(model, optimizer, batch, advantages, beta=beta, logprob_fn=shared_logprobs,
-                       num_tokens=num_tokens, **kwargs)
+                       num_tokens=num_tokens, num_rows=num_rows, **kwargs)

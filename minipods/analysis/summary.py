@@ -1,0 +1,358 @@
+"""The summary of a study: arms trained once per seed, compared with the seed (one training run) as
+the unit. One seed is the one-seed case of many.
+
+    from minipods.analysis.summary import Point, summarize_study, summary_lines
+    study = {0: {"grpo": [Point(0.0, 0, 0.133, 128), Point(320.0, 32, 0.414, 128)], "pods": [...]}, 1: {...}}
+    s = summarize_study(study, baseline="grpo", focus="pods")
+    print("\\n".join(summary_lines(s)))
+
+A study is `dict[seed, dict[arm, list[Point]]]` (each list non-empty, in time order), a Point one
+evaluation: training time (seconds, or any unit shared by all arms: `unit=` in the files), step,
+accuracy, questions and, optionally, the 0/1 per question index (then each seed also gets its
+within-seed paired interval, and the pooled one exists, labelled as about these seeds' questions).
+Run folders are one reader into it (minipods.analysis.results.read_study); any source of per-run
+evaluations is another. Entry points:
+  * `difference(study, a, b, pick)`: b minus a per seed, then the across-seed mean with a t-interval
+    and the exact sign-flip p (the headline), then the pooled question-level interval;
+  * `time_to_target(study, baseline)`: per seed and arm, seconds and steps to the target, never-
+    reached seeds kept as censored; the speed-up as a geometric mean over seeds;
+  * `summarize_study` (all of it for every arm), `format_difference` (the one paired line),
+    `summary_lines` and `write_summary` (summary.md, summary.csv).
+The rules, each written once here:
+  * target: the baseline's plateau, the mean of its last PLATEAU_K evaluations in that seed (not its
+    best one: a maximum of noisy evaluations is biased up and is met by the baseline by
+    construction), or an accuracy declared before the study (`target=`);
+  * tolerance: an arm reaches it at its first evaluation within one standard error of one
+    evaluation, sqrt(t (1 - t) / questions), below it;
+  * no target: a seed whose baseline meets its target at its step-0 evaluation (the untrained model
+    is already there) cannot say which arm is sooner and is counted apart;
+  * censoring: a seed where an arm never reaches the target stays in: its time counts as the run's
+    end in the restricted mean, and its speed-up enters at its bound, baseline time / the arm's
+    whole run (the most it could be), so with censored seeds the speed-up is an upper bound.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import NamedTuple
+
+from minipods.analysis.stats import mean_interval, paired_difference, ratio_interval, sign_flip_p
+
+BASELINE = "grpo"  # whose plateau is the target (paper: vanilla GRPO)
+FOCUS = "pods_max_variance"  # the arm compared with every other one (the paper's PODS)
+PLATEAU_K = 2  # the target: mean of the baseline's last 2 evaluations
+
+
+class Point(NamedTuple):
+    """One evaluation of one run."""
+    seconds: float  # training seconds at the evaluation (evaluation time excluded)
+    step: int
+    accuracy: float
+    n: int | None = None  # questions evaluated
+    correct: dict | None = None  # question index -> 0/1, where the per-question rows were kept
+
+
+def FINAL(a: list[Point], b: list[Point]):  # noqa: N802 (a constant-like picker)
+    """Each arm's final evaluation."""
+    return a[-1], b[-1]
+
+
+def LEARNING(a: list[Point], b: list[Point]):  # noqa: N802
+    """The first evaluation of a against the final one of b (a == b: an arm's learning)."""
+    return a[0], b[-1]
+
+
+def EQUAL_TIME(a: list[Point], b: list[Point]):  # noqa: N802
+    """a's final evaluation against b's last one within a's training seconds."""
+    within = [p for p in b if p.seconds <= a[-1].seconds * (1 + 1e-9) + 1e-9]
+    return a[-1], (within[-1] if within else None)
+
+
+def difference(study: dict, a: str, b: str, pick=FINAL) -> dict:
+    """b minus a: per_seed (seed -> diff, and `paired`, the within-seed paired_difference where both
+    evaluations kept their questions), seeds (mean_interval of the per-seed diffs with `p`, the
+    exact sign-flip p-value) and pooled (paired_difference over every (seed, question) pair, only
+    when every seed kept its questions: about these seeds' questions, not about the arms; with one
+    seed it is that seed's paired interval)."""
+    per_seed, xa, xb, whole = {}, [], [], True
+    for s, arms in study.items():
+        if a not in arms or b not in arms:
+            continue
+        pa, pb = pick(arms[a], arms[b])
+        if pa is None or pb is None:
+            continue
+        paired = None
+        if pa.correct is not None and pb.correct is not None:
+            common = [i for i in pa.correct if i in pb.correct]
+            ca, cb = [pa.correct[i] for i in common], [pb.correct[i] for i in common]
+            paired, xa, xb = paired_difference(ca, cb), xa + ca, xb + cb
+        whole = whole and paired is not None
+        per_seed[s] = {"diff": pb.accuracy - pa.accuracy, "paired": paired}
+    diffs = [v["diff"] for v in per_seed.values()]
+    return {"a": a, "b": b, "per_seed": per_seed, "seeds": {**mean_interval(diffs, (-1.0, 1.0)), "p": sign_flip_p(diffs)},
+            "pooled": paired_difference(xa, xb) if whole and per_seed else None}
+
+
+def standard_error(t: float, n: int | None) -> float:
+    """One evaluation's standard error at accuracy t on n questions (0 when n is unknown)."""
+    return math.sqrt(max(t * (1 - t), 0.0) / n) if n else 0.0
+
+
+def _reach(points: list[Point], level: float) -> Point | None:
+    return next((p for p in points if p.accuracy >= level - 1e-12), None)
+
+
+def _seed_times(arms: dict, baseline: str, k: int, target: float | None):
+    """(target, tolerance) of one seed and arm -> {seconds, step, end_s, end_step}; None: no target."""
+    if target is None:
+        last = arms[baseline][-k:]
+        target = sum(p.accuracy for p in last) / len(last)
+    any_pts = arms.get(baseline) or next(iter(arms.values()))
+    tol = standard_error(target, any_pts[-1].n)
+    base_hit = _reach(arms[baseline], target - tol) if baseline in arms else None
+    if base_hit is not None and base_hit.step == 0:
+        return None  # the no-target rule
+    times = {}
+    for a, pts in arms.items():
+        hit = _reach(pts, target - tol)
+        times[a] = {"seconds": None if hit is None else hit.seconds, "step": None if hit is None else hit.step,
+                    "end_s": pts[-1].seconds, "end_step": pts[-1].step}
+    return (target, tol), times
+
+
+def time_to_target(study: dict, baseline: str = BASELINE, k: int = PLATEAU_K, target: float | None = None) -> dict:
+    """targets (seed -> (target, tolerance), None: no target), and per arm: per_seed (seed ->
+    seconds, step (None: never), end_s, end_step), reached, of, censored, the restricted means of
+    seconds and steps (never = the run's end) and speedup (`ratio_interval` of the baseline's
+    seconds over the arm's per seed, censored seeds at their bound; `censored` counts them; an arm
+    that meets the target at 0 s has no finite ratio and is left out, so speedup's k < of)."""
+    targets, per = {}, {}
+    for s, arms in study.items():
+        if baseline not in arms and target is None:
+            continue
+        got = _seed_times(arms, baseline, k, target)
+        targets[s] = got and got[0]
+        for a, t in (got[1].items() if got else ()):
+            per.setdefault(a, {})[s] = t
+    out = {}
+    for a, by_seed in per.items():
+        ratios, censored = [], 0
+        for s, v in by_seed.items():
+            base = per.get(baseline, {}).get(s, {}).get("seconds")
+            t_arm = v["seconds"] if v["seconds"] is not None else v["end_s"]
+            if base is not None and t_arm:
+                ratios.append(base / t_arm)
+                censored += v["seconds"] is None
+        end_s = [v["end_s"] if v["seconds"] is None else v["seconds"] for v in by_seed.values()]
+        end_step = [v["end_step"] if v["step"] is None else v["step"] for v in by_seed.values()]
+        out[a] = {"per_seed": by_seed, "reached": sum(v["seconds"] is not None for v in by_seed.values()),
+                  "of": len(by_seed), "censored": censored, "restricted_s": mean_interval(end_s, (0, math.inf)),
+                  "restricted_step": mean_interval(end_step, (0, math.inf)), "speedup": ratio_interval(ratios)}
+    return {"baseline": baseline, "plateau_k": None if target is not None else k, "targets": targets, "arms": out}
+
+
+def summarize_study(study: dict, baseline: str | None = BASELINE, focus: str | None = FOCUS,
+                    costs: dict[str, dict] | None = None, target: float | None = None,
+                    pricing: dict[str, str] | None = None, repriced: tuple[str, dict | str] | None = None) -> dict:
+    """Every comparison of a study: per arm its final accuracy across seeds and its learning (first
+    vs final evaluation), `focus` minus every other arm, every arm at the baseline's training time
+    minus the baseline, and time to target. costs: arm -> numbers carried into the files as they are
+    (e.g. minipods.analysis.results.summarize's seconds per step). pricing: arm -> the update pricing
+    it ran; repriced: (another pricing, the study's seconds under it or why there are none), whose
+    time to target is given beside the one as run. A missing baseline/focus: left out."""
+    arms = list(dict.fromkeys(a for by_arm in study.values() for a in by_arm))
+    baseline = baseline if baseline in arms else None
+    focus = focus if focus in arms else None
+    to, got = repriced or (None, None)
+    other = None if not (repriced and baseline) else {"to": to, "cannot": got} if isinstance(got, str) else \
+        {"to": to, "time": time_to_target(got, baseline, target=target)}
+    return {"seeds": list(study), "arms": arms, "baseline": baseline, "focus": focus, "costs": costs or {},
+            "pricing": pricing or {}, "repriced": other,
+            "final": {a: mean_interval([by[a][-1].accuracy for by in study.values() if a in by], (0.0, 1.0))
+                      for a in arms},
+            "learning": {a: difference(study, a, a, LEARNING) for a in arms},
+            "versus": {a: difference(study, a, focus) for a in arms if a != focus} if focus else {},
+            "equal_time": {a: difference(study, baseline, a, EQUAL_TIME) for a in arms if a != baseline}
+            if baseline else {},
+            "time": time_to_target(study, baseline, target=target) if baseline else None}
+
+
+# ---------------------------------------------------------------- formatting
+def _pts(x: float) -> str:
+    return f"{100 * x:+.1f}".replace("-", "−")
+
+
+def fmt_p(p: float | None) -> str:
+    return "-" if p is None else ("<0.0001" if p < 1e-4 else f"{p:.2g}")
+
+
+def _ci(lo: float, hi: float) -> str:
+    return f"[{_pts(lo)}, {_pts(hi)}]"
+
+
+def _cell(d: dict | None, unit: str = "") -> str:
+    """A difference in points: the seed-level mean [CI] (one seed: its diff [paired CI])."""
+    if not d or not d["per_seed"]:
+        return "-"
+    m = d["seeds"]
+    if m["k"] > 1:
+        return f"{_pts(m['mean'])}{unit} {_ci(m['lo'], m['hi'])}"
+    v = next(iter(d["per_seed"].values()))
+    return _pts(v["diff"]) + unit + (f" {_ci(*v['paired']['ci95'])}" if v["paired"] else "")
+
+
+def format_difference(d: dict, per_seed: bool = True) -> str:
+    """The one paired line: the across-seed mean [t 95% CI] (seeds, sign-flip p) first; then per seed
+    (with its within-seed paired interval where the questions were kept); then the pooled interval,
+    labelled as these seeds' questions. One seed: its paired interval, labelled as this seed's questions."""
+    ps, m = d["per_seed"], d["seeds"]
+    if not ps:
+        return "-"
+    if m["k"] == 1:
+        q = next(iter(ps.values()))["paired"]
+        return _cell(d, " points") + (f" on this seed's {q['n']} questions (McNemar p {fmt_p(q['p'])}; one run: "
+                                       "no seed-level interval)" if q else " (one run: no interval)")
+    line = _cell(d, " points") + f" over {m['k']} seeds (t 95% CI" + \
+        (f"; sign-flip p {fmt_p(m['p'])})" if m["p"] is not None else ")")
+    if per_seed:
+        line += "; per seed " + ", ".join(_pts(v["diff"]) + (f" {_ci(*v['paired']['ci95'])}" if v["paired"] else "")
+                                          for v in ps.values())
+    if d["pooled"]:
+        q = d["pooled"]
+        line += f"; these seeds' {q['n']} questions pooled {_pts(q['diff'])} {_ci(*q['ci95'])}"
+    return line
+
+
+def _mi(m: dict, scale: float = 100.0, digits: int = 1) -> str:
+    if m["mean"] is None:
+        return "-"
+    body = f"{scale * m['mean']:.{digits}f}"
+    return body + (f" [{scale * m['lo']:.{digits}f}, {scale * m['hi']:.{digits}f}]" if m["lo"] is not None else "")
+
+
+def _t(x: float, unit: str) -> str:
+    return f"{x:.0f} s" if unit == "s" else f"{x:.2f} {unit}"
+
+
+def _time_cell(t: dict, baseline: str, arm: str, unit: str) -> tuple[str, str]:
+    """(time to target, speed-up) cells of one arm."""
+    r = t["arms"].get(arm)
+    if not r or not r["of"]:
+        return "-", "-"
+    sec, stp = r["restricted_s"], r["restricted_step"]
+    ge = "≥" if r["reached"] < r["of"] else ""
+    time = f"{r['reached']}/{r['of']}; {ge}{_t(sec['mean'], unit)}, {ge}{stp['mean']:.1f} steps"
+    sp = r["speedup"]
+    if arm == baseline or sp["ratio"] is None:
+        return time, "-"
+    ci = f" [{sp['lo']:.2f}, {sp['hi']:.2f}]" if sp["lo"] is not None else ""
+    return time, f"{'≤' if r['censored'] else ''}{sp['ratio']:.2f}x{ci} ({sp['k']}/{r['of']} seeds, {r['censored']} censored)"
+
+
+def _time_lines(s: dict, unit: str) -> list[str]:
+    t, base = s["time"], s["baseline"]
+    k = f"the mean of its last {t['plateau_k']} evaluations" if t["plateau_k"] else "declared before the study"
+    lines = [f"Time to target: the target of a seed is `{base}`'s plateau ({k}); an arm reaches it at its first "
+             "evaluation within one evaluation's standard error below it. Per seed, training time (step); "
+             "never = not within the run (kept: `≥` means count it at the run's end, a speed-up `≤` enters "
+             "censored seeds at their bound):", "",
+             "| seed | target % (tolerance) | " + " | ".join(s["arms"]) + " |", "|---|---:|" + "---:|" * len(s["arms"])]
+    for seed, tt in t["targets"].items():
+        if tt is None:
+            lines.append(f"| {seed} | no target: `{base}`'s step-0 evaluation meets it | " + " | ".join(
+                "-" for _ in s["arms"]) + " |")
+            continue
+        cells = [t["arms"].get(a, {}).get("per_seed", {}).get(seed) for a in s["arms"]]
+        lines.append(f"| {seed} | {100 * tt[0]:.1f} (±{100 * tt[1]:.1f}) | " + " | ".join(
+            "-" if c is None else (f"{_t(c['seconds'], unit)} ({c['step']})" if c["seconds"] is not None
+                                   else f"never ({_t(c['end_s'], unit)}, {c['end_step']})") for c in cells) + " |")
+    return lines + [""]
+
+
+def _pricing_lines(s: dict, unit: str) -> list[str]:
+    """The update pricing each arm ran, and time to target as run beside re-priced (an estimate)."""
+    lines = ["Update pricing (config.json): " + ", ".join(f"`{a}` {p}" for a, p in s["pricing"].items()) + ".", ""]
+    r = s["repriced"]
+    if r is None or s["time"] is None:
+        return lines
+    if "cannot" in r:
+        return lines + [f"Time to target re-priced to {r['to']}: cannot be computed: {r['cannot']}.", ""]
+    head = f"re-priced to {r['to']} (estimate from per-row costs)"
+    lines += [f"Time to target as run and {head}: each update's seconds scaled by the rows it would process.", "",
+              f"| arm | as run | speed-up as run | {head} | speed-up re-priced |", "|---|---:|---:|---:|---:|"]
+    for a in s["arms"]:
+        cells = [a, *_time_cell(s["time"], s["baseline"], a, unit), *_time_cell(r["time"], s["baseline"], a, unit)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "s") -> list[str]:
+    """summary.md: the headline differences (seed-level first), a table per arm, time to target per
+    seed (times in `unit`: "s" for training seconds, e.g. "h" for hours)."""
+    configs, base, focus = configs or {}, s["baseline"], s["focus"]
+    seeds = s["seeds"]
+    lines = [f"# minipods comparison: {len(seeds)} seed{'s' * (len(seeds) > 1)} ({', '.join(map(str, seeds))})", "",
+             "The training run is the unit: each difference is the mean over seeds of the per-seed difference with "
+             "a Student-t 95% interval and the exact sign-flip p; a pooled interval is about these seeds' "
+             "questions only. Accuracies in %, differences in points." if len(seeds) > 1
+             else "One training run: every interval here is Newcombe's paired interval on this seed's questions, a "
+                  "statement about these questions, not about the arms (run several seeds for that). Accuracies in "
+                  "%, differences in points.", ""]
+    for a, d in s["versus"].items():
+        lines.append(f"- `{focus}` minus `{a}`, final evaluations: {format_difference(d)}")
+    for a, d in s["equal_time"].items():
+        lines.append(f"- `{a}` at `{base}`'s training time minus `{base}`'s final: {format_difference(d)}")
+    head = (f"| arm | n | m | final acc | learning (first → final) | {focus or '-'} minus arm | "
+            + (f"reached target; time (restricted mean) | speed-up vs {base} | " if s["time"] else "")
+            + "s/step (rollout + update) | zero-std groups | peak mem MB |")
+    lines += ["", head, "|---|" + "---:|" * (head.count("|") - 2)]
+    for a in s["arms"]:
+        c, cfg = s["costs"].get(a, {}), configs.get(a, {})
+        cells = [a, str(cfg.get("n", "-")), str(cfg.get("m", "-")), _mi(s["final"][a]), _cell(s["learning"][a]),
+                 _cell(s["versus"].get(a))]
+        cells += list(_time_cell(s["time"], base, a, unit)) if s["time"] else []
+        step = (f"{c['mean_step_s']:.2f} ({c['mean_rollout_s']:.2f} + {c['mean_update_s']:.2f})"
+                if c.get("mean_step_s") is not None and c.get("mean_rollout_s") is not None else "-")
+        cells += [step, "-" if c.get("zero_std_frac") is None else f"{c['zero_std_frac']:.2f}",
+                  "-" if c.get("peak_mem_mb") is None else f"{c['peak_mem_mb']:.0f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines += _time_lines(s, unit) if s["time"] else []
+    return lines + (_pricing_lines(s, unit) if s.get("pricing") else [])
+
+
+def _csv_row(s: dict, a: str, configs: dict) -> dict:
+    cfg = configs.get(a, {})
+    row = {"arm": a, "method": cfg.get("method"), "rule": cfg.get("rule") if cfg.get("method") != "grpo" else None,
+           "n": cfg.get("n"), "m": cfg.get("m"), "seeds": s["final"][a]["k"]}
+    row.update({f"final_{k}": s["final"][a][k] for k in ("mean", "lo", "hi")})
+    for name, d in (("learn", s["learning"][a]), ("vs_focus", s["versus"].get(a)), ("equal_time", s["equal_time"].get(a))):
+        if d and d["per_seed"]:
+            row.update({f"{name}_{k}": d["seeds"][k] for k in ("mean", "lo", "hi", "k", "p")})
+            if d["pooled"]:
+                row.update({f"{name}_questions_{k}": v for k, v in
+                            (("diff", d["pooled"]["diff"]), ("lo", d["pooled"]["ci95"][0]),
+                             ("hi", d["pooled"]["ci95"][1]), ("n", d["pooled"]["n"]))})
+    r = (s["time"] or {"arms": {}})["arms"].get(a)
+    if r:
+        row.update(reached=r["reached"], of=r["of"], censored=r["censored"], time_s=r["restricted_s"]["mean"],
+                   time_step=r["restricted_step"]["mean"], speedup=r["speedup"]["ratio"],
+                   speedup_lo=r["speedup"]["lo"], speedup_hi=r["speedup"]["hi"])
+    return {**row, **s["costs"].get(a, {}), "arm": a}
+
+
+def write_summary(s: dict, out_dir: str | Path, configs: dict[str, dict] | None = None,
+                  unit: str = "s") -> tuple[Path, Path]:
+    """summary.md (`summary_lines`) and summary.csv (one row per arm, every number; empty = none)."""
+    out_dir, configs = Path(out_dir), configs or {}
+    rows = [_csv_row(s, a, configs) for a in s["arms"]]
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    csv_path, md_path = out_dir / "summary.csv", out_dir / "summary.md"
+    with csv_path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols)
+        w.writeheader()
+        w.writerows({k: ("" if r.get(k) is None else r[k]) for k in cols} for r in rows)
+    md_path.write_text("\n".join(summary_lines(s, configs, unit)))
+    return md_path, csv_path

@@ -1,0 +1,153 @@
+"""The laptop study's design numbers: what one seed costs and how many seeds it needs.
+
+    python scripts/study_design.py            # the tables of docs/results.md, "Power calculation"
+
+Time: one step of `--preset laptop` is estimated from the five-seed study's idle per-step split
+(docs/results.md: `grpo` 4 prompts x 4 rollouts, `pods_max_variance` 4 x 8, on 2 idle cores) as
+two lines, rollout seconds = a + b * sequences and update seconds = u * rows, and one evaluation
+from that study's evaluation seconds per question. An estimate until the study measures it.
+
+Power: the speed-up is read per seed as the log ratio of GRPO's to PODS's time to target; a paired
+t-test over seeds (two-sided, 5%) resolves a ratio r at 80% power with the fewest seeds whose
+simulated power reaches 0.8. The per-seed spread comes from that study's seeds (its per-seed table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+
+from minipods.presets import LAPTOP_BUDGET_S, LAPTOP_EVAL_EVERY_S, LAPTOP_EVAL_LIMIT
+
+# docs/results.md, the five-seed study of `compare --small` (4 prompts per step, idle 2-core EPYC):
+# mean s/step split (rollouts + update) and the fraction of silent groups, per arm
+OLD_GRPO = {"rollout_s": 6.8, "update_s": 3.7, "sequences": 16, "live_rows": 16 * (1 - 0.61)}
+OLD_PODS = {"rollout_s": 8.9, "update_s": 5.3, "sequences": 32, "live_rows": 16 * (1 - 0.39)}
+OLD_EVAL_S_PER_QUESTION = 283 / (5 * 128)  # the largest "five evaluations and the model load" over 5 x 128 questions
+# per seed, training seconds to the target (seeds 0, 3, 4: both arms reached it) and final accuracy (seeds 0-4)
+OLD_TIME_TO_TARGET = {"grpo": [320, 313, 405], "pods_max_variance": [364, 354, 336]}
+OLD_FINAL_ACC = {"grpo": [41.4, 49.2, 9.4, 57.0, 45.3], "pods_max_variance": [29.7, 37.5, 30.5, 57.8, 53.9]}
+OLD_USABLE = 3 / 5  # seeds of five on which both arms reached a target (seed 2: none; seed 1: PODS never)
+
+
+def step_estimate(n: int, m: int, prompts: int = 1) -> float:
+    """Estimated idle seconds of one step: rollouts of prompts * n sequences, an update that pays
+    for all prompts * m kept rows (the paper's pricing)."""
+    b = (OLD_PODS["rollout_s"] - OLD_GRPO["rollout_s"]) / (OLD_PODS["sequences"] - OLD_GRPO["sequences"])
+    a = OLD_GRPO["rollout_s"] - b * OLD_GRPO["sequences"]
+    u = (OLD_GRPO["update_s"] + OLD_PODS["update_s"]) / (OLD_GRPO["live_rows"] + OLD_PODS["live_rows"])
+    return a + b * prompts * n + u * prompts * m
+
+
+def arm_wall_estimate(budget_s: float, eval_every_s: float, eval_limit: int) -> dict:
+    """An arm's wall seconds: its training budget plus its evaluations (step 0, each grid time, the end)."""
+    evals = 1 + math.ceil(budget_s / eval_every_s)
+    eval_s = evals * eval_limit * OLD_EVAL_S_PER_QUESTION
+    return {"evals": evals, "eval_s": eval_s, "wall_s": budget_s + eval_s, "eval_share": eval_s / (budget_s + eval_s)}
+
+
+def t_test_power(n: int, effect: float, sd: float, alpha: float = 0.05, sims: int = 20000, seed: int = 0) -> float:
+    """Power of a two-sided one-sample (paired) t-test on n seeds whose values are Normal(effect, sd),
+    by simulation (no scipy): the critical |t| is the simulated null's 1 - alpha quantile."""
+    if n < 2:
+        return 0.0
+    rng = np.random.default_rng([seed, n])
+
+    def t_stats(mean):
+        x = rng.normal(mean, sd, (sims, n))
+        return np.abs(x.mean(1) / (x.std(1, ddof=1) / math.sqrt(n)))
+
+    crit = np.quantile(t_stats(0.0), 1 - alpha)
+    return float((t_stats(effect) > crit).mean())
+
+
+def seeds_needed(effect: float, sd: float, power: float = 0.8, alpha: float = 0.05, most: int = 200) -> int | None:
+    """The fewest seeds (2..most) at which the paired t-test reaches `power`; None if more are needed."""
+    return next((n for n in range(2, most + 1) if t_test_power(n, effect, sd, alpha) >= power), None)
+
+
+def detectable(n: int, sd: float, power: float = 0.8, alpha: float = 0.05) -> float:
+    """The smallest effect resolved at `power` with n seeds (bisection over the effect)."""
+    lo, hi = 0.0, 20 * sd
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if t_test_power(n, mid, sd, alpha) >= power else (mid, hi)
+    return hi
+
+
+def old_spreads() -> dict:
+    """Per-seed spreads of the five-seed study: SD of log(grpo time / pods time) and of the final
+    accuracy difference (points)."""
+    g, p = OLD_TIME_TO_TARGET["grpo"], OLD_TIME_TO_TARGET["pods_max_variance"]
+    logs = np.log(np.array(g) / np.array(p))
+    acc = np.array(OLD_FINAL_ACC["pods_max_variance"]) - np.array(OLD_FINAL_ACC["grpo"])
+    return {"log_ratios": logs.round(3).tolist(), "sd_log": float(logs.std(ddof=1)),
+            "acc_diffs": acc.round(1).tolist(), "sd_acc": float(acc.std(ddof=1))}
+
+
+def sd_upper(sd: float, k: int, level: float = 0.8) -> float:
+    """One-sided `level` upper confidence bound of an SD estimated from k values; exact for k = 3
+    (2 degrees of freedom: the chi-square quantile is -2 ln(level)), else None."""
+    return sd * math.sqrt(2 / (-2 * math.log(level))) if k == 3 else None
+
+
+def grid_sd_log(eval_every_s: float, time_s: float) -> float:
+    """SD added to a log time ratio by the evaluation grid: each arm's time to target is late by
+    U(0, T) (SD T / sqrt 12), relative to a time to target of time_s, for two arms."""
+    return math.sqrt(2) * eval_every_s / math.sqrt(12) / time_s
+
+
+def report(seeds: int = 10, ratio: float = 1.3, budget_s: float = LAPTOP_BUDGET_S,
+           eval_every_s: float = LAPTOP_EVAL_EVERY_S, eval_limit: int = LAPTOP_EVAL_LIMIT, log_ratios=None) -> str:
+    sp, lines = old_spreads(), []
+    if log_ratios:  # measured per-seed log ratios (e.g. the study's first seeds) replace the old study's
+        sp.update(log_ratios=list(log_ratios), sd_log=float(np.std(log_ratios, ddof=1)))
+    g, p = step_estimate(4, 4), step_estimate(16, 4)
+    w = arm_wall_estimate(budget_s, eval_every_s, eval_limit)
+    lines.append(f"step estimate (idle, 2 cores): grpo 4/4 {g:.1f} s, pods 16->4 {p:.1f} s (ratio {p / g:.2f}); "
+                 f"{budget_s:.0f} s buys ~{budget_s / g:.0f} and ~{budget_s / p:.0f} steps")
+    lines.append(f"arm: {w['evals']} evaluations x {eval_limit} questions = {w['eval_s']:.0f} s, wall {w['wall_s']:.0f} s "
+                 f"(evaluation {100 * w['eval_share']:.0f}%); 3 arms = {3 * w['wall_s'] / 60:.1f} min per seed")
+    silent = [(p_, q ** 4 + (1 - q) ** 4, q ** 16 + (1 - q) ** 16) for p_, q in (("20%", 0.2), ("50%", 0.5))]
+    lines.append("silent steps (0/1 rewards all equal) at per-sample accuracy " + "; ".join(
+        f"{p_}: grpo n=4 {100 * g4:.0f}%, pods n=16 {100 * p16:.1f}%" for p_, g4, p16 in silent))
+    lines.append(f"old study: log(grpo/pods time) per seed {sp['log_ratios']}, SD {sp['sd_log']:.3f}; "
+                 f"final accuracy difference {sp['acc_diffs']}, SD {sp['sd_acc']:.1f} points")
+    up = sd_upper(sp["sd_log"], len(sp["log_ratios"]))
+    lines.append(f"the grid ({eval_every_s:.0f} s) adds SD {grid_sd_log(eval_every_s, budget_s / 2):.2f} to a log ratio at "
+                 f"{budget_s / 2:.0f} s; the old study's grid (8 steps, ~84-114 s) {grid_sd_log(99, 340):.2f} at 340 s" +
+                 (f"; 80% upper bound of the SD (3 seeds): {up:.2f}" if up else ""))
+    effect = math.log(ratio)
+    lines.append(f"\n| SD of per-seed log ratio | seeds with a ratio for {ratio}x at 80% | seeds to run "
+                 f"(x 1/{OLD_USABLE:.1f} usable) | ratio {seeds} seeds resolve ({round(seeds * OLD_USABLE)} usable) |")
+    lines.append("|---:|---:|---:|---:|")
+    for sd in sorted({round(sp["sd_log"], 3), 0.25, round(up or 0.35, 3)}):
+        k = seeds_needed(effect, sd)
+        run = math.ceil(k / OLD_USABLE) if k else None
+        lines.append(f"| {sd:.3f} | {k} | {run} | {math.exp(detectable(round(seeds * OLD_USABLE), sd)):.2f}x |")
+    lines.append(f"\naccuracy: with SD {sp['sd_acc']:.1f} points, {seeds} seeds resolve a final-accuracy difference of "
+                 f"{detectable(seeds, sp['sd_acc']):.1f} points at 80% (5 points needs {seeds_needed(5.0, sp['sd_acc'])})")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python scripts/study_design.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, default=10, help="planned seeds (default 10, the authors' runs per arm)")
+    ap.add_argument("--ratio", type=float, default=1.3, help="the speed-up to resolve (default 1.3)")
+    ap.add_argument("--log-ratios", default=None, help="measured per-seed log(grpo time / pods time), comma-separated "
+                                                        "(default: the five-seed study's three)")
+    args = ap.parse_args(argv)
+    try:
+        logs = [float(x) for x in args.log_ratios.split(",")] if args.log_ratios else None
+    except ValueError:
+        ap.error(f"--log-ratios must be comma-separated numbers, got {args.log_ratios!r}")
+    if args.seeds < 2 or args.ratio <= 1 or (logs is not None and len(logs) < 2):
+        ap.error("--seeds must be >= 2, --ratio > 1 and --log-ratios at least two values")
+    print(report(args.seeds, args.ratio, log_ratios=logs))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

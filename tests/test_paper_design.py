@@ -1,0 +1,119 @@
+"""The paper's experiment at laptop scale: the presets match the authors' run, the evaluation time
+grid, the update's pricing recorded per run, compare's arms, and the power calculation."""
+import json
+import math
+
+import pytest
+
+import minipods.train as T
+from minipods.analysis import compare
+from minipods.twins.tiny import tiny_policy
+
+
+def test_paper_preset_is_the_authors_run():
+    p = T.make_config("paper", method="pods")
+    g = T.make_config("paper", method="grpo")
+    assert (p.n, p.m, g.n, g.m, p.prompts_per_step) == (64, 16, 16, 16, 1)  # per_device_train_batch_size 1
+    assert (p.lr, p.max_grad_norm, p.weight_decay, p.adam_beta1, p.adam_beta2) == (5e-6, 0.1, 0.1, 0.9, 0.99)
+    assert (p.loss_type, p.skip_silent, p.beta) == ("grpo", False, 0.0)  # their compute_loss, every row pays
+    assert (p.budget_s, p.max_steps, p.eval_every_s, p.eval_every) == (21600, 8000, 1800, 0)  # max_time, 30 min grid
+    assert (p.eval_limit, p.data, p.temperature, p.max_new_tokens) == (1319, "gsm8k", 0.9, 512)
+
+
+def test_laptop_preset_is_the_papers_step_at_cpu_scale():
+    p, g = T.make_config("laptop", method="pods"), T.make_config("laptop", method="grpo")
+    assert (p.n // p.m, p.m, g.n, g.m, p.prompts_per_step) == (4, 4, 4, 4, 1)  # n/m = 4, GRPO with the same m
+    assert (p.loss_type, p.skip_silent, g.skip_silent) == ("grpo", False, False)
+    assert p.budget_s > 0 and p.eval_every_s > 0 and p.eval_every == 0  # equal time, one time grid
+    # the classroom run (compare --small) is this preset's three arms
+    c = compare.arm_configs(preset=compare.SMALL_PRESET)
+    assert list(c) == ["grpo", "pods_max_variance", "pods_random"]
+    assert [(x.n, x.m, x.rule) for x in c.values()] == [(4, 4, "max_variance"), (16, 4, "max_variance"), (16, 4, "random")]
+    assert {(x.budget_s, x.eval_every_s, x.eval_every, x.loss_type) for x in c.values()} == {
+        (p.budget_s, p.eval_every_s, 0, "grpo")}
+    # the old study, the 4-prompt n/m = 2 variant, is still --preset small with its four arms and step grid
+    old = compare.arm_configs(preset="small")
+    assert list(old) == list(compare.SMALL_ARMS) and old["grpo"].eval_every == compare.SMALL_EVAL_EVERY
+
+
+def test_eval_due_by_steps_and_by_training_time():
+    by_step = T.make_config(None, eval_every=3)
+    assert [s for s in range(1, 10) if T.eval_due(by_step, s, 0, 0)] == [3, 6, 9]
+    by_time = T.make_config(None, eval_every_s=25.0)
+    assert not T.eval_due(by_time, 2, 10.0, 20.0)
+    assert T.eval_due(by_time, 3, 20.0, 30.0)  # the step that crosses 25 s
+    assert T.eval_due(by_time, 9, 74.0, 76.0) and not T.eval_due(by_time, 10, 76.0, 99.9)
+    assert T.eval_due(by_time, 4, 20.0, 51.0)  # two grid points in one step: one evaluation
+    assert not T.eval_due(T.make_config(None), 4, 0.0, 100.0)  # neither set: never (only first and last)
+
+
+def test_time_grid_evaluations_and_the_pricing_are_recorded(tmp_path, monkeypatch):
+    real_step = T.run_step
+
+    def ten_second_step(*a, **kw):  # a fixed clock: each step takes 10 s of training time
+        return {**real_step(*a, **kw), "step_s": 10.0}
+
+    monkeypatch.setattr(T, "run_step", ten_second_step)
+    cfg = T.make_config(None, data="synthetic", n=4, m=2, prompts_per_step=2, max_new_tokens=8, max_steps=6,
+                        lr=5e-2, lora_r=4, lora_alpha=8, temperature=1.5, micro_batch_size=2, eval_every_s=25.0,
+                        eval_limit=2, eval_max_new_tokens=4, output_dir=str(tmp_path), progress=False,
+                        skip_silent=False, loss_type="grpo")
+    model, tok = tiny_policy(seed=0, lora_r=4, lora_alpha=8)
+    T.train(cfg, model=model, tokenizer=tok)
+    rs = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in rs if r["step"] > 0]
+    assert [r["elapsed_s"] for r in steps] == [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
+    # 0, the first step ends at or after 25 s and 50 s, and the last
+    assert [r["step"] for r in rs if "eval_accuracy" in r] == [0, 3, 5, 6]
+    assert all(r["kept_rows"] == 4 and 0 <= r["silent_rows"] <= 4 for r in steps)
+    conf = json.loads((tmp_path / "config.json").read_text())
+    assert (conf["skip_silent"], conf["loss_type"], conf["update_pricing"]) == (False, "grpo", "every_row")
+
+
+@pytest.mark.parametrize("kw, pricing", [(dict(), "skip_silent"), (dict(fast=False), "every_row"),
+                                         (dict(beta=0.1), "every_row"), (dict(skip_silent=False), "every_row")])
+def test_update_pricing_names_what_the_update_paid(tmp_path, kw, pricing):
+    cfg = T.make_config(None, data="synthetic", n=2, m=2, prompts_per_step=1, max_new_tokens=4, max_steps=1,
+                        lora_r=4, lora_alpha=8, output_dir=str(tmp_path), progress=False, **kw)
+    model, tok = tiny_policy(seed=0, lora_r=4, lora_alpha=8)
+    T.train(cfg, model=model, tokenizer=tok)
+    assert json.loads((tmp_path / "config.json").read_text())["update_pricing"] == pricing
+
+
+@pytest.mark.parametrize("argv", [["--loss-type", "token"], ["--eval-every-s", "-1"]])
+def test_bad_new_settings_exit_2_with_one_line(argv, capsys):
+    assert T.main(argv + ["--output-dir", "/nonexistent/x"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and ("loss-type" in err or "eval-every-s" in err)
+
+
+def test_compare_small_is_the_laptop_preset_and_conflicts_with_others(tmp_path, capsys):
+    assert compare.main(["--small", "--preset", "small", "--output-dir", str(tmp_path / "c")]) == 2
+    assert "conflicts" in capsys.readouterr().err and not (tmp_path / "c").exists()
+    assert compare.default_arms("laptop") == compare.LAPTOP_ARMS and compare.default_arms(None) == compare.DEFAULT_ARMS
+
+
+def _study_design():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "scripts" / "study_design.py"
+    spec = importlib.util.spec_from_file_location("study_design", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_power_of_the_paired_t_test_and_the_design_numbers():
+    D = _study_design()
+    # the textbook case: a one-sample t-test with effect = SD needs 10 observations for 80% (power 0.803)
+    assert D.t_test_power(10, 1.0, 1.0) == pytest.approx(0.803, abs=0.015)
+    assert D.t_test_power(9, 1.0, 1.0) < 0.79 and D.seeds_needed(1.0, 1.0) == 10
+    assert D.t_test_power(10, 0.0, 1.0) == pytest.approx(0.05, abs=0.01)  # the null rejects 5% of the time
+    assert D.detectable(10, 1.0) == pytest.approx(1.0, abs=0.05)
+    sp = D.old_spreads()  # log(320/364), log(313/354), log(405/336) from docs/results.md
+    assert sp["log_ratios"] == [-0.129, -0.123, 0.187] and sp["sd_log"] == pytest.approx(0.181, abs=5e-4)
+    assert sp["sd_acc"] == pytest.approx(14.0, abs=0.05)
+    # rollouts a + b * sequences through (16, 6.8) and (32, 8.9); update 9.0 s over 16 live rows
+    assert D.step_estimate(4, 4) == pytest.approx(4.7 + 0.13125 * 4 + 0.5625 * 4)
+    w = D.arm_wall_estimate(900, 180, 100)
+    assert w["evals"] == 6 and w["eval_s"] == pytest.approx(6 * 100 * 283 / 640)
