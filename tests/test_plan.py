@@ -177,7 +177,7 @@ def test_paper_recipe_on_24gb_offline(capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert P.main(["--model", "Qwen/Qwen2.5-3B-Instruct", "--gpu-gb", "24"]) == 0
     out = capsys.readouterr().out
-    assert "8 prompts x n=64 -> m=16, 512 + 512 tokens, generate 64 per call, micro-batch 4, gradient checkpointing on" in out
+    assert "1 prompts x n=64 -> m=16, 512 + 512 tokens, generate 64 per call, micro-batch 4, gradient checkpointing on" in out
     assert "activation terms stored" in out and "Verdict: yes." in out and "| 64 * | 16 |" in out
     p = P.plan(PAPER_3B)
     g, u = p["generation"], p["update"]
@@ -216,7 +216,7 @@ def test_consumer_preset_and_paper_time():
     r = p["recipe"]
     assert (r.model, r.n, r.m, r.micro_batch, r.gen_batch) == ("Qwen/Qwen2.5-1.5B-Instruct", 16, 4, 2, 32)
     assert "NOT this model" in p["time_source"]
-    paper = P.plan(P.PlanConfig(model="Qwen/Qwen2.5-3B-Instruct", gpu_gb=24.0, gpu="L40S"))
+    paper = P.plan(P.PlanConfig(model="Qwen/Qwen2.5-3B-Instruct", gpu_gb=24.0, gpu="L40S", prompts_per_step=8))  # PAPER_L40S's step
     x = next(x for x in paper["rows"] if (x["n"], x["m"]) == (64, 16))
     assert (x["grpo_s"], x["pods_s"]) == pytest.approx((PAPER_L40S["grpo_s"], PAPER_L40S["pods_s"]))
     assert x["break_even"] == pytest.approx(10.1 / 7.5)
@@ -232,7 +232,7 @@ def test_cost_lines_from_the_paper_and_from_a_fit(tmp_path):
     fit = load_fit(path)
     assert fit.step_seconds(4, 2, 1)["pods"] == pytest.approx(1 + 0.5 * 4 + 2 + 0.25 * 2)
     p = P.plan(P.PlanConfig(model="Qwen/Qwen2.5-0.5B-Instruct", gpu_gb=8.0, costmodel=str(path), n=8, m=4))
-    assert p["rows"][0]["pods_s"] == pytest.approx(fit.step_seconds(8, 4, 8)["pods"])
+    assert p["rows"][0]["pods_s"] == pytest.approx(fit.step_seconds(8, 4, p["recipe"].prompts)["pods"])
     assert [(x["n"], x["m"]) for x in p["rows"]] == [(8, 4)]  # n and m given: one candidate
 
 
