@@ -38,6 +38,11 @@ def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 25
     """Accuracy of `model` on `items` ({question, gold}); greedy when temperature == 0. fast: roll
     out with minipods.fast.rollouts (else the plain minipods.rollouts reference).
 
+    batch_size bounds memory on every device: the questions go through the engine max(1, batch_size //
+    samples) at a time, so at most batch_size sequences are in flight and the fast engine's shared
+    prefill runs at most that many prompts at once (500 questions in one pass would be ~125K tokens).
+    Greedy results do not depend on it; sampled ones follow the same distribution for any batch_size.
+
     Returns accuracy (lenient grading, as the training reward: mean over questions of the mean
     correctness of their samples) and its 95% interval, strict_accuracy (only an answer inside a
     well-formed <answer> block counts: rewards.strict_answer) and its interval, format_rate
@@ -51,17 +56,21 @@ def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 25
         raise ValueError("greedy decoding gives one sample per question; use temperature > 0 for samples > 1")
     prompts = [build_prompt(tokenizer, it["question"]) for it in items]
     generate = fast_generate_rollouts if fast else rollouts.generate_rollouts
-    ro = generate(model, tokenizer, prompts, samples, max_new_tokens=max_new_tokens,
-                  temperature=temperature if not greedy else 1.0, do_sample=not greedy,
-                  batch_size=batch_size, max_prompt_tokens=max_prompt_tokens, progress=progress)
+    texts, seconds, tokens = [], 0.0, 0
+    per_call = max(1, batch_size // samples)  # questions per call: at most batch_size sequences in flight
+    for s in range(0, len(prompts), per_call):
+        ro = generate(model, tokenizer, prompts[s:s + per_call], samples, max_new_tokens=max_new_tokens,
+                      temperature=temperature if not greedy else 1.0, do_sample=not greedy,
+                      batch_size=batch_size, max_prompt_tokens=max_prompt_tokens, progress=progress)
+        texts, seconds, tokens = texts + ro.texts, seconds + ro.seconds, tokens + ro.num_tokens
     golds = [it["gold"] for it in items for _ in range(samples)]
-    sc = score_completions(ro.texts, golds)
-    strict = [strict_correct(t, g) for t, g in zip(ro.texts, golds)]
+    sc = score_completions(texts, golds)
+    strict = [strict_correct(t, g) for t, g in zip(texts, golds)]
     rows = []
     for q, it in enumerate(items):
         sl = slice(q * samples, (q + 1) * samples)
-        rows.append({"question": it["question"], "gold": it["gold"], "completions": ro.texts[sl],
-                     "extracted": [extract_answer(t) for t in ro.texts[sl]],
+        rows.append({"question": it["question"], "gold": it["gold"], "completions": texts[sl],
+                     "extracted": [extract_answer(t) for t in texts[sl]],
                      "correct": sum(sc["correct"][sl]) / samples, "strict": sum(strict[sl]) / samples})
     acc = sum(r["correct"] for r in rows) / len(items)
     strict_acc = sum(r["strict"] for r in rows) / len(items)
@@ -69,7 +78,7 @@ def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 25
             "strict_accuracy": strict_acc, "strict_ci95": wilson_interval(strict_acc * len(items), len(items)),
             "n": len(items), "samples": samples,
             "format_rate": sum(is_full_format(f) for f in sc["format"]) / len(sc["format"]),
-            "seconds": ro.seconds, "tokens": ro.num_tokens, "rows": rows}
+            "seconds": seconds, "tokens": tokens, "rows": rows}
 
 
 def evaluate_to_file(model, tokenizer, items: list[dict], path: str | Path, **kw) -> dict:
@@ -180,7 +189,8 @@ class EvalConfig:
                                               "protocol) with --samples > 1")
     max_new_tokens: int = setting(256, "completion length limit")
     max_prompt_tokens: int = setting(512, "prompts are left-truncated to this length")
-    batch_size: int = setting(32, "sequences per generate() call")
+    batch_size: int = setting(32, "sequences per generate() call; questions are evaluated batch_size // samples at "
+                                  "a time, so this bounds evaluation's memory")
     seed: int = setting(0, "sampling seed (and the synthetic task's seed)")
     quantize: str = setting("none", "none | 4bit: load the base model in 4 bits")
     dtype: str = setting("auto", "auto | float32 | bfloat16 | float16: weights dtype")

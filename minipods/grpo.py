@@ -179,15 +179,43 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
 
 
 # ---------------------------------------------------------------- one update
+def loss_scaler(model):
+    """A dynamic loss scaler (torch.amp.GradScaler) when the policy computes in float16, else None:
+    fp16's smallest normal is 6e-5, and the gradient of a loss averaged over ~38K tokens, flowing
+    back through fp16 activations, falls below it."""
+    base = base_model_of(model)
+    dtypes = {getattr(m, "compute_dtype", None) for m in base.modules()} | {base.dtype}  # 4-bit: compute_dtype
+    if torch.float16 not in dtypes:
+        return None
+    return torch.amp.GradScaler(next(model.parameters()).device.type)
+
+
 def _micro_batches(batch: Rollouts, size: int):
     for s in range(0, len(batch), size):
         yield list(range(s, min(s + size, len(batch))))
 
 
+def _optimizer_step(optimizer, params, max_grad_norm, scaler, finite: bool) -> tuple[float, bool]:
+    """After a finite loss: unscale the gradients (fp16), clip them and step if their norm is finite.
+    Returns (grad_norm, whether the optimizer stepped)."""
+    grad_norm, unscaled = float("nan"), bool(finite and scaler)
+    if unscaled:
+        scaler.unscale_(optimizer)  # the true gradients (an overflow leaves an inf): clip those
+    if finite:
+        clip_to = max_grad_norm if max_grad_norm else float("inf")
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, clip_to))
+        finite = math.isfinite(grad_norm)
+    if finite:
+        scaler.step(optimizer) if scaler else optimizer.step()
+    if unscaled:  # halve the scale after an overflow, grow it after a run of finite steps (kept when
+        scaler.update()  # the loss itself was non-finite: no gradient was unscaled to judge it)
+    return grad_norm, finite
+
+
 def grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, micro_batch_size: int = 4,
                 clip_eps: float = 0.2, beta: float = 0.0, temperature: float = 1.0, max_grad_norm: float | None = 1.0,
                 update_epochs: int = 1, chunk_tokens: int = 512, logprob_fn=None, num_tokens: int | None = None,
-                loss_type: str = "dapo", num_rows: int | None = None) -> dict:
+                loss_type: str = "dapo", num_rows: int | None = None, scaler=None) -> dict:
     """Update the policy on `batch` (the kept rollouts) with per-row `advantages` (B,).
 
     Gradients are accumulated over micro-batches of `micro_batch_size` sequences; a non-finite
@@ -196,7 +224,10 @@ def grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, mic
     `rollout_logprobs` (one pass per row); minipods.fast.update.shared_logprobs gives the same
     values with each distinct prompt run once. loss_type: "dapo" | "grpo" (`reduce_loss`) over
     num_tokens / num_rows (None: the batch's; fast.update passes the full batch's when it leaves out
-    silent rows). Returns loss, grad_norm, kl, clip_frac, skipped.
+    silent rows). scaler: a torch.amp.GradScaler for an fp16 model (`loss_scaler`): the backward runs
+    on the loss times its scale, so small gradients survive fp16; they are unscaled before clipping,
+    and a non-finite step is skipped, counted and backs the scale off. Returns loss, grad_norm, kl,
+    clip_frac, skipped (and loss_scale, the scale after the update, with a scaler).
     """
     num_tokens, num_rows = num_tokens or max(int(batch.completion_mask.sum()), 1), num_rows or len(batch)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -227,19 +258,14 @@ def grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, mic
             if not torch.isfinite(loss):
                 finite = False
                 break
-            loss.backward()
+            (scaler.scale(loss) if scaler else loss).backward()
             loss_total += loss.item()
             kl_sum += st["kl_sum"]
             clip_sum += st["clip_sum"]
-        grad_norm = float("nan")
-        if finite:
-            clip_to = max_grad_norm if max_grad_norm else float("inf")
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, clip_to))
-            finite = math.isfinite(grad_norm)
-        if finite:
-            optimizer.step()
-        else:
-            out["skipped"] += 1
+        grad_norm, finite = _optimizer_step(optimizer, params, max_grad_norm, scaler, finite)
+        out["skipped"] += not finite
+        if scaler:
+            out["loss_scale"] = scaler.get_scale()
         optimizer.zero_grad(set_to_none=True)
         out.update(loss=loss_total if finite else float("nan"), grad_norm=grad_norm,
                    kl=kl_sum / num_tokens, clip_frac=clip_sum / num_tokens)

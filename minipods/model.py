@@ -134,15 +134,19 @@ def resolve_model(name_or_path: str) -> str:
 
 
 def pick_dtype(dtype: str | torch.dtype | None, device: str) -> torch.dtype:
-    """'auto': bf16 on CUDA (fp16 where bf16 is unsupported), fp32 on CPU (the same numbers on every
-    CPU; pass bfloat16 explicitly on CPUs with AMX / AVX512-BF16, where it is faster)."""
+    """'auto': on CUDA bf16 where the card computes it natively (compute capability >= 8.0: A100,
+    RTX 30xx, L4, L40S, H100), else fp16 (T4, V100, RTX 20xx: torch.cuda.is_bf16_supported() says
+    True there by emulation, and bitsandbytes' 4-bit kernels are fp16-only); the capability of the
+    chosen card (cuda:N), not the current one. fp32 on CPU (the same numbers on every CPU; pass
+    bfloat16 explicitly on CPUs with AMX / AVX512-BF16, where it is faster)."""
     if isinstance(dtype, torch.dtype):
         return dtype
     table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
              "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
     if dtype in (None, "auto"):
         if device.startswith("cuda"):
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+            capability = torch.cuda.get_device_capability(torch.device(device))  # (major, minor)
+            return torch.bfloat16 if capability >= (8, 0) else torch.float16
         return torch.float32
     if dtype not in table:
         raise ValueError(f"unknown dtype {dtype!r}; expected auto or one of {sorted(table)}")
@@ -274,6 +278,12 @@ def on_cuda(device: str) -> bool:
     return device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
 
 
+def cuda_device(device: str):
+    """The CUDA device a reading is about: cuda:N itself (not the current device); None (the current
+    one) for "cuda" and "auto"."""
+    return torch.device(device) if device.startswith("cuda") else None
+
+
 def _proc_status_mb(field: str) -> float | None:
     """A memory field of /proc/self/status (VmRSS, VmHWM) in MiB; None where there is no /proc."""
     try:
@@ -290,7 +300,7 @@ def peak_mb(device: str = "cpu") -> float:
     allocated bytes, else the process's peak resident set size (Linux's VmHWM; elsewhere getrusage's
     ru_maxrss, which never resets)."""
     if on_cuda(device):
-        return torch.cuda.max_memory_allocated() / 2**20
+        return torch.cuda.max_memory_allocated(cuda_device(device)) / 2**20
     hwm = _proc_status_mb("VmHWM")
     if hwm is None:
         import resource
@@ -304,9 +314,9 @@ def reset_peak(device: str = "cpu") -> bool:
     import gc
     gc.collect()
     if on_cuda(device):
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(cuda_device(device))
         torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
+        torch.cuda.reset_peak_memory_stats(cuda_device(device))
         return True
     try:
         with open("/proc/self/clear_refs", "w") as f:

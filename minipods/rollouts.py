@@ -83,6 +83,27 @@ def eos_ids(model, tokenizer) -> list[int]:
     return ids
 
 
+# Every logits-changing knob of `generate` at its neutral value. transformers fills each knob a call
+# leaves unset from the model's own generation_config (Qwen2.5-Instruct ships repetition_penalty 1.05,
+# top_k 20, top_p 0.8), and that would sample off-policy: the update's log-probs are softmax(logits / T).
+NEUTRAL_GENERATION = dict(top_k=None, min_p=None, typical_p=1.0, epsilon_cutoff=0.0, eta_cutoff=0.0,
+                          repetition_penalty=1.0, encoder_repetition_penalty=1.0, no_repeat_ngram_size=0,
+                          encoder_no_repeat_ngram_size=0, bad_words_ids=None, sequence_bias=None,
+                          suppress_tokens=None, begin_suppress_tokens=None, forced_bos_token_id=None,
+                          forced_eos_token_id=None, min_length=0, min_new_tokens=None,
+                          exponential_decay_length_penalty=None, num_beams=1, num_return_sequences=1,
+                          guidance_scale=None, renormalize_logits=False, penalty_alpha=None, dola_layers=None,
+                          watermarking_config=None, remove_invalid_values=False)
+
+
+def generation_kwargs(do_sample: bool, temperature: float = 1.0, top_p: float = 1.0) -> dict:
+    """`generate` keywords that sample exactly softmax(logits / T) (nucleus-filtered only when
+    top_p < 1), or decode greedily, whatever generation_config the model ships. Both engines use it."""
+    sampling = dict(do_sample=True, temperature=temperature, top_p=top_p) if do_sample else \
+        dict(do_sample=False, temperature=None, top_p=None)
+    return {**NEUTRAL_GENERATION, **sampling}
+
+
 def encode_prompts(tokenizer, prompts: list[str], max_prompt_tokens: int | None = None):
     """The prompts as one left-padded batch (input_ids, attention_mask), each (G, P). A prompt over
     `max_prompt_tokens` keeps its last tokens: cut on the left, it loses its beginning (the system
@@ -144,8 +165,7 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
     device = next(model.parameters()).device
     eos = eos_ids(model, tokenizer)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos[0]
-    sampling = dict(do_sample=True, temperature=temperature, top_p=top_p, top_k=None) if do_sample else \
-        dict(do_sample=False, temperature=None, top_p=None, top_k=None)
+    sampling = generation_kwargs(do_sample, temperature, top_p)
 
     t0 = time.perf_counter()
     starts = range(0, B, batch_size)

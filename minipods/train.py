@@ -48,7 +48,7 @@ from minipods.downsample import RULES, select_groups
 from minipods.evaluate import evaluate_to_file, format_change, learning_change
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.fast.update import fast_grpo_update
-from minipods.grpo import LOSS_TYPES, group_advantages, grpo_update
+from minipods.grpo import LOSS_TYPES, group_advantages, grpo_update, loss_scaler
 from minipods.model import peak_mb
 from minipods.model import (DEFAULT_MODEL, ModelNotFoundError, check_quantize, default_device, load_policy,
                             resolve_model)
@@ -64,7 +64,8 @@ class TrainConfig:
     model: str = setting(DEFAULT_MODEL, "hub id, local HF folder, .gguf file, 'smollm2-135m-instruct' (offline "
                          "default), or 'random:<hub id>' (architecture twin: real shapes, random weights; measuring only)")
     quantize: str = setting("none", "none | 4bit (bitsandbytes NF4 + double quantisation, QLoRA)")
-    dtype: str = setting("auto", "auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16 | float16")
+    dtype: str = setting("auto", "auto (bf16 on CUDA from compute capability 8.0, fp16 below it with dynamic loss "
+                                 "scaling, fp32 on CPU) | float32 | bfloat16 | float16")
     device: str = setting("auto", "auto | cpu | cuda | cuda:N")
     lora_r: int = setting(64, "LoRA rank (paper: 64)")
     lora_alpha: int = setting(64, "LoRA alpha (paper: 64)")
@@ -113,7 +114,7 @@ class TrainConfig:
                                        "time (elapsed_s: one time grid for every arm, as the authors' checkpoints); 0 = off")
     eval_limit: int = setting(100, "test questions for evaluation (a fixed subset: the first N)")
     eval_max_new_tokens: int = setting(0, "completion limit at evaluation; 0 = max_new_tokens")
-    eval_batch_size: int = setting(64, "sequences per generate() call at evaluation")
+    eval_batch_size: int = setting(64, "sequences per generate() call at evaluation (questions go this many at a time)")
     save_every: int = setting(10, "checkpoint every K steps (also on Ctrl-C and at the end)")
     seed: int = setting(0, "seed for data order, sampling and the random rule")
     output_dir: str = setting("runs/minipods", "run folder: metrics.jsonl, config.json, checkpoint/, adapter/")
@@ -221,7 +222,8 @@ def run_step(model, tok, optimizer, cfg: TrainConfig, items: list[dict], step: i
     upd = update(model, optimizer, kept_batch, adv, micro_batch_size=cfg.micro_batch_size,  # 5. update
                  clip_eps=cfg.clip_eps, beta=cfg.beta, temperature=cfg.temperature,
                  max_grad_norm=cfg.max_grad_norm or None, update_epochs=cfg.update_epochs,
-                 chunk_tokens=cfg.logprob_chunk, loss_type=cfg.loss_type, **skip)
+                 chunk_tokens=cfg.logprob_chunk, loss_type=cfg.loss_type, scaler=getattr(optimizer, "loss_scaler", None),
+                 **skip)
     t2 = time.perf_counter()
     ckpt_io.fault_point("step:update")
     r_groups = rewards.view(-1, cfg.n)  # (P, n)
@@ -238,7 +240,7 @@ def run_step(model, tok, optimizer, cfg: TrainConfig, items: list[dict], step: i
         "completion_len_mean": ro.num_tokens / len(ro), "update_tokens": int(kept_batch.completion_mask.sum()),
         "kept_rows": len(kept), "silent_rows": int((adv == 0).sum()),  # what the update's pricing counts
         "loss": upd["loss"], "grad_norm": upd["grad_norm"], "kl": upd["kl"], "clip_frac": upd["clip_frac"],
-        "skipped": upd["skipped"], "lr": optimizer.param_groups[0]["lr"],
+        "skipped": upd["skipped"], "lr": optimizer.param_groups[0]["lr"], **{k: upd[k] for k in ("loss_scale",) if k in upd},
         "kept_idx": [[i - g * cfg.n for i in kept if i // cfg.n == g] for g in range(len(batch))],
     }
 
@@ -252,8 +254,9 @@ def make_optimizer(model, cfg: TrainConfig, device: str):
     kw = dict(lr=cfg.lr, betas=(cfg.adam_beta1, cfg.adam_beta2), weight_decay=cfg.weight_decay)
     if kind == "adamw8bit":
         import bitsandbytes as bnb
-        return bnb.optim.AdamW8bit(params, **kw)
-    return torch.optim.AdamW(params, **kw)
+    opt = bnb.optim.AdamW8bit(params, **kw) if kind == "adamw8bit" else torch.optim.AdamW(params, **kw)
+    opt.loss_scaler = loss_scaler(model)  # fp16 only (else None): the dynamic loss scale guarding its steps
+    return opt
 
 
 def _evaluate(model, tok, eval_items, cfg, out: Path, step: int) -> dict:
@@ -369,6 +372,8 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
                 step = st["step"] = step + 1
                 before, st["elapsed_s"] = st["elapsed_s"], st["elapsed_s"] + row["step_s"]
                 st["nonfinite_skips"] += row["skipped"]
+                if row["skipped"]:  # reported, never silent: a run of these means it is not learning
+                    print(f"minipods.train: step {step}: non-finite gradient, update skipped", file=sys.stderr)
                 row.update(elapsed_s=st["elapsed_s"], nonfinite_skips=st["nonfinite_skips"], peak_mem_mb=peak_mb(device))
                 final = step >= cfg.max_steps or (cfg.budget_s and st["elapsed_s"] >= cfg.budget_s)
                 if eval_items and (final or eval_due(cfg, step, before, st["elapsed_s"])):

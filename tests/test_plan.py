@@ -197,7 +197,7 @@ def test_paper_recipe_on_24gb_offline(capsys, monkeypatch):
 
 def test_n_and_m_cost_time_not_memory_beyond_the_batches():
     """The asymmetry: past one generate call (gen batch) and one micro-batch, n and m change no peak."""
-    pc = P.PlanConfig(model="Qwen/Qwen2.5-1.5B-Instruct", gpu_gb=12.0)
+    pc = P.PlanConfig(model="Qwen/Qwen2.5-1.5B-Instruct", gpu_gb=12.0, gpu="L40S")
     p = P.plan(pc)
     rows = {(x["n"], x["m"]): x for x in p["rows"]}
     assert {(x["n"], x["m"]) for x in p["rows"]} >= {(1024, 16), (64, 1), (64, 64)}  # both ladders (n, m open)
@@ -213,11 +213,11 @@ def test_n_and_m_cost_time_not_memory_beyond_the_batches():
 
 
 def test_consumer_preset_and_paper_time():
-    p = P.plan(P.PlanConfig(preset="consumer", gpu_gb=8.0))
+    p = P.plan(P.PlanConfig(preset="consumer", gpu_gb=8.0, gpu="L40S"))
     r = p["recipe"]
     assert (r.model, r.n, r.m, r.micro_batch, r.gen_batch) == ("Qwen/Qwen2.5-1.5B-Instruct", 16, 4, 2, 32)
     assert "NOT this model" in p["time_source"]
-    paper = P.plan(P.PlanConfig(model="Qwen/Qwen2.5-3B-Instruct", gpu_gb=24.0, prompts_per_step=8))  # PAPER_L40S's step
+    paper = P.plan(P.PlanConfig(model="Qwen/Qwen2.5-3B-Instruct", gpu_gb=24.0, gpu="L40S", prompts_per_step=8))  # PAPER_L40S's step
     x = next(x for x in paper["rows"] if (x["n"], x["m"]) == (64, 16))
     assert (x["grpo_s"], x["pods_s"]) == pytest.approx((PAPER_L40S["grpo_s"], PAPER_L40S["pods_s"]))
     assert x["break_even"] == pytest.approx(10.1 / 7.5)

@@ -29,7 +29,7 @@ from minipods.fast.cache import roomy_cache
 from minipods.fast.inference import PackedLinear, PackedSibling, can_fold, folded_copy
 from minipods.fast.sampler import InverseCDFSampler
 from minipods.model import base_model_of, generation_mode
-from minipods.rollouts import Rollouts, assemble, eos_ids, positions_from_mask, repeat_prompts
+from minipods.rollouts import Rollouts, assemble, eos_ids, generation_kwargs, positions_from_mask, repeat_prompts
 
 
 def prefill_distinct(model, ids: torch.Tensor, am: torch.Tensor):
@@ -64,8 +64,8 @@ def _decode(gen, prompt_ids, prompt_mask, group, kv, starts, batch_size, sampler
         else:
             cache = None if kv is None else DynamicCache(ddp_cache_data=[(k[g], v[g]) for k, v in kv])
         out = gen.generate(input_ids=ids, attention_mask=am, past_key_values=cache, max_new_tokens=max_new_tokens,
-                           do_sample=False, logits_processor=sampler, temperature=None, top_p=None, top_k=None,
-                           pad_token_id=pad, eos_token_id=eos)
+                           logits_processor=sampler, pad_token_id=pad, eos_token_id=eos,
+                           **generation_kwargs(False))  # greedy over the sampler's one-hot scores
         chunks.append(out[:, P:].cpu())  # (b, c_chunk): completions only
         del cache  # free this chunk's keys/values before the next chunk allocates its own
     return chunks

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from minipods.model import on_cuda, peak_mb, reset_peak  # noqa: F401  (re-exported: the process-wide peak)
+from minipods.model import cuda_device, on_cuda, peak_mb, reset_peak  # noqa: F401  (re-exported: the process-wide peak)
 
 RESULT_TAG = "MINIPODS_WORKER_RESULT "  # the worker's result line on stdout
 MIB = 2 ** 20
@@ -52,7 +52,7 @@ class MemoryMeter:
     def __enter__(self):
         if self.cuda:
             reset_peak(self.device)
-            self.base_mb = torch.cuda.memory_allocated() / MIB
+            self.base_mb = torch.cuda.memory_allocated(cuda_device(self.device)) / MIB
         else:
             from torch.profiler import ProfilerActivity, profile
             self._prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
@@ -62,9 +62,9 @@ class MemoryMeter:
 
     def __exit__(self, *exc):
         if self.cuda:
-            torch.cuda.synchronize()
-            self.peak_mb = torch.cuda.max_memory_allocated() / MIB
-            self.reserved_mb = torch.cuda.max_memory_reserved() / MIB
+            torch.cuda.synchronize(cuda_device(self.device))
+            self.peak_mb = torch.cuda.max_memory_allocated(cuda_device(self.device)) / MIB
+            self.reserved_mb = torch.cuda.max_memory_reserved(cuda_device(self.device)) / MIB
             return False
         self._prof.__exit__(*exc)
         events = [e for e in self._prof.profiler.kineto_results.events()

@@ -9,9 +9,10 @@ they fill a generate call or a micro-batch: the batch sizes do, and n and m cost
 
 For a model (a twin id, the offline default, a local folder: read offline) and a card, this prints
 each phase's peak broken into its parts, whether it fits with the headroom left free, a table of
-candidate (n, m), the largest that fit, seconds per step of GRPO and PODS and the break-even gain
-(minipods.measure.costmodel: fitted lines from --costmodel, else the paper's L40S step times), and a
-verdict. The parts are counted from the architecture (minipods.measure.footprint) or measured on a CPU
+candidate (n, m), the largest that fit, the peak of one evaluation call (--eval-batch-size questions at
+once, with the training state held), seconds per step of GRPO and PODS and the break-even gain
+(minipods.measure.costmodel: fitted lines from --costmodel, or the paper's L40S step times for --gpu L40S;
+for any other card the time is "unknown", never a time measured elsewhere), and a verdict. The parts are counted from the architecture (minipods.measure.footprint) or measured on a CPU
 (minipods.measure.activations, measured by scripts/measure_terms.py); peaks are allocated bytes (CUDA's max_memory_allocated), and the
 headroom stands for the CUDA context and the allocator's slack. Worst case throughout: every prompt
 --max-prompt-tokens long, every completion --max-new-tokens long. Defaults: --preset paper.
@@ -19,7 +20,7 @@ headroom stands for the CUDA context and the allocator's slack. Worst case throu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
 from minipods.measure import activations as A
@@ -32,7 +33,8 @@ N_LADDER = (4, 8, 16, 32, 64, 128, 256, 512, 1024)  # candidates when --n is lef
 M_LADDER = (1, 2, 4, 8, 16, 32, 64, 128)  # candidates when --m is left open
 PROG = "python -m minipods.plan"
 RECIPE_FIELDS = ("model", "quantize", "optimizer", "lora_r", "n", "m", "prompts_per_step", "max_prompt_tokens",
-                 "max_new_tokens", "micro_batch_size", "gen_batch_size", "gradient_checkpointing", "logprob_chunk")
+                 "max_new_tokens", "micro_batch_size", "gen_batch_size", "gradient_checkpointing", "logprob_chunk",
+                 "eval_batch_size", "eval_max_new_tokens")
 
 
 @dataclass
@@ -42,6 +44,8 @@ class PlanConfig:
     model: str | None = setting(None, "Qwen/Qwen2.5-0.5B/1.5B/3B-Instruct, smollm2-135m-instruct, random:<id>[:layers=..], "
                                       "or a local HF folder (the preset's model)")
     gpu_gb: float = setting(24.0, "the card's memory in GiB (8, 12, 16, 24, 48, 80, ...)")
+    gpu: str = setting("unknown", "the card's name: step times are quoted for L40S (the paper's) or from --costmodel; "
+                                  "for any other card the planner prices memory and says the time is unknown")
     headroom_gb: float = setting(1.0, "GiB left free for the CUDA context and the allocator's slack")
     n: int | None = setting(None, "rollouts generated per prompt (open: a ladder of candidates)")
     m: int | None = setting(None, "rollouts kept per prompt (open: a ladder of candidates)")
@@ -54,6 +58,8 @@ class PlanConfig:
     quantize: str | None = setting(None, "4bit | none (bf16 base)")
     optimizer: str | None = setting(None, "auto (adamw8bit on a GPU) | adamw | adamw8bit")
     logprob_chunk: int | None = setting(None, "tokens per chunk of the log-prob computation")
+    eval_batch_size: int | None = setting(None, "sequences per generate() call at evaluation (greedy: questions at once)")
+    eval_max_new_tokens: int | None = setting(None, "completion limit at evaluation (0 = --max-new-tokens)")
     terms: str | None = setting(None, "JSON of `python scripts/measure_terms.py --output FILE`: the measured terms "
                                       "of a model the planner holds none for")
     costmodel: str | None = setting(None, "JSON of `python -m minipods.bench --parts costmodel --output FILE` (fitted "
@@ -78,6 +84,8 @@ class Recipe:
     chunk: int
     n_open: bool
     m_open: bool
+    eval_batch: int = 64
+    eval_tokens: int = 512
 
 
 def make_recipe(pc: PlanConfig) -> Recipe:
@@ -95,9 +103,11 @@ def make_recipe(pc: PlanConfig) -> Recipe:
     if opt not in ("adamw", "adamw8bit"):
         raise ValueError(f"--optimizer must be auto, adamw or adamw8bit, got {v['optimizer']!r}")
     for k in ("n", "m", "prompts_per_step", "max_prompt_tokens", "max_new_tokens", "micro_batch_size",
-              "gen_batch_size", "logprob_chunk"):
+              "gen_batch_size", "logprob_chunk", "eval_batch_size"):
         if v[k] < 1:
             raise ValueError(f"--{k.replace('_', '-')} must be >= 1, got {v[k]}")
+    if v["eval_max_new_tokens"] < 0:
+        raise ValueError(f"--eval-max-new-tokens must be >= 0, got {v['eval_max_new_tokens']}")
     if v["m"] > v["n"]:
         raise ValueError(f"--m ({v['m']}) must not exceed --n ({v['n']})")
     if not (pc.gpu_gb > 0 and 0 <= pc.headroom_gb < pc.gpu_gb):
@@ -105,7 +115,7 @@ def make_recipe(pc: PlanConfig) -> Recipe:
     return Recipe(v["model"], None if v["quantize"] == "none" else v["quantize"], opt, v["lora_r"], v["n"], v["m"],
                   v["prompts_per_step"], v["max_prompt_tokens"], v["max_new_tokens"], v["micro_batch_size"],
                   v["gen_batch_size"], bool(v["gradient_checkpointing"]), v["logprob_chunk"], pc.n is None,
-                  pc.m is None)
+                  pc.m is None, v["eval_batch_size"], v["eval_max_new_tokens"] or v["max_new_tokens"])
 
 
 # ---------------------------------------------------------------- the model's terms
@@ -181,6 +191,14 @@ def generation_phase(r: Recipe, t: ModelTerms, n: int, gen_batch: int | None = N
          not dec)])
 
 
+def evaluation_phase(r: Recipe, t: ModelTerms, eval_batch: int | None = None) -> dict:
+    """Peak of a greedy evaluation call (minipods.evaluate): eval_batch questions at once, each its own
+    prompt (prefilled together by the fast engine) and one sequence, eval_tokens long, with the
+    training state (weights, LoRA, optimizer) still held."""
+    q = eval_batch or r.eval_batch
+    return generation_phase(replace(r, prompts=q, gen_batch=q, new_tokens=r.eval_tokens), t, 1)
+
+
 def update_phase(r: Recipe, t: ModelTerms, m: int, micro_batch: int | None = None) -> dict:
     """Peak of the update phase: static parts + gradients + the larger of one micro-batch's peak (saved
     activations + the larger of the backward working set and the log-prob buffer) and the optimizer step."""
@@ -232,11 +250,15 @@ def candidates(r: Recipe) -> list[tuple[int, int]]:
 
 
 def cost_model(pc: PlanConfig, r: Recipe):
-    """(CostModel, where its lines come from)."""
+    """(CostModel, where its lines come from); (None, why) for a card with no step time measured."""
     from minipods.measure import costmodel as C
 
     if pc.costmodel:
         return C.load_fit(pc.costmodel), f"fitted lines of {pc.costmodel}"
+    if pc.gpu.upper() != "L40S":
+        return None, (f"unknown on this card{'' if pc.gpu == 'unknown' else f' ({pc.gpu})'}: no step time has been measured on it. The paper's are for an "
+                      "L40S (--gpu L40S); time yours with `python -m minipods.bench --parts costmodel --output "
+                      "bench.json` and pass --costmodel bench.json")
     p = C.PAPER_L40S
     same = (r.model.removeprefix("random:"), r.prompt_tokens, r.new_tokens) == ("Qwen/Qwen2.5-3B-Instruct", 512, 512)
     return C.paper_l40s_model(), ("the paper's L40S step times (GRPO {grpo_s} s, PODS {n}->{m} {pods_s} s; Qwen2.5-3B, "
@@ -251,14 +273,16 @@ def plan(pc: PlanConfig) -> dict:
     rows = []
     for n, m in candidates(r):
         g, u = generation_phase(r, t, n), update_phase(r, t, m)
-        s = cm.step_seconds(n, m, r.prompts)
+        s = cm.step_seconds(n, m, r.prompts) if cm else {"grpo": None, "pods": None}
         rows.append({"n": n, "m": m, "generation": g, "update": u, "fits": fits(g["peak"], pc) and fits(u["peak"], pc),
-                     "grpo_s": s["grpo"], "pods_s": s["pods"], "break_even": s["pods"] / s["grpo"]})
+                     "grpo_s": s["grpo"], "pods_s": s["pods"], "break_even": cm and s["pods"] / s["grpo"]})
     top = lambda key, fixed: max((x[key] for x in rows if x["fits"] and x[fixed] == getattr(r, fixed)), default=0)  # noqa: E731
     u = t.update[r.ckpt]
     T = r.prompt_tokens + r.new_tokens
     return {"recipe": r, "terms": t, "time_source": source, "rows": rows,
             "generation": generation_phase(r, t, r.n), "update": update_phase(r, t, r.m),
+            "evaluation": evaluation_phase(r, t), "eval_batch_max": largest_batch(
+                lambda r_, t_, k, b: evaluation_phase(r_, t_, b), r, t, 1, pc, r.eval_batch),
             "n_max": top("n", "m") if r.n_open else None, "m_max": top("m", "n") if r.m_open else None,
             "gen_batch_max": largest_batch(generation_phase, r, t, r.n, pc, r.prompts * r.n),
             "micro_batch_max": largest_batch(update_phase, r, t, r.m, pc, r.prompts * r.m),
@@ -272,7 +296,7 @@ def _gib(b: float) -> str:
 
 def breakdown_table(p: dict, pc: PlanConfig) -> str:
     rows = []
-    for phase in ("generation", "update"):
+    for phase in ("generation", "update", "evaluation"):
         for label, b, counted in p[phase]["parts"]:
             rows.append([phase, label, _gib(b), "yes" if counted else "no (another moment)"])
         ok = "fits" if fits(p[phase]["peak"], pc) else "DOES NOT FIT"
@@ -285,7 +309,8 @@ def candidates_table(p: dict, pc: PlanConfig) -> str:
     r = p["recipe"]
     rows = [[f"{x['n']}{' *' if (x['n'], x['m']) == (r.n, r.m) else ''}", x["m"], x["generation"]["rows"],
              x["update"]["rows"], _gib(x["generation"]["peak"]), _gib(x["update"]["peak"]), "yes" if x["fits"] else "NO",
-             f"{x['grpo_s']:.1f}", f"{x['pods_s']:.1f}", f"{x['break_even']:.2f}"] for x in p["rows"]]
+             *((f"{x['grpo_s']:.1f}", f"{x['pods_s']:.1f}", f"{x['break_even']:.2f}") if x["break_even"] else
+               ("unknown",) * 3)] for x in p["rows"]]
     return format_table(rows, ("n", "m", "in flight", "micro-batch", "generation GiB", "update GiB",
                                f"fits {pc.gpu_gb:g} GiB", "GRPO s/step (n=m)", "PODS s/step", "break-even gain"))
 
@@ -319,7 +344,14 @@ def verdict(p: dict, pc: PlanConfig) -> list[str]:
     if p["n_max"] is not None or p["m_max"] is not None:
         tops = [f"{k} = {p[k + '_max'] or 'none'}" for k in ("n", "m") if p[k + "_max"] is not None]
         out.append(f"Of the candidates above, the largest that fit: {', '.join(tops)}.")
+    e = p["evaluation"]
+    out.append(f"Evaluation ({e['rows']} questions per generate call, greedy, {r.eval_tokens} new tokens): peaks at "
+               f"{_gib(e['peak'])} GiB, " + ("fits." if fits(e["peak"], pc) else "DOES NOT FIT: --eval-batch-size "
+                                             f"{p['eval_batch_max'] or 'none'} fits."))
     x = next(x for x in p["rows"] if (x["n"], x["m"]) == (r.n, r.m))
+    if x["break_even"] is None:
+        out.append(f"Time: {p['time_source']}.")
+        return out
     out.append(f"Time ({p['time_source']}): PODS {r.n} -> {r.m} takes {x['pods_s']:.1f} s per step, GRPO n = m = {r.m} "
                f"{x['grpo_s']:.1f} s: PODS pays if one of its steps is worth more than {x['break_even']:.2f} GRPO steps.")
     return out

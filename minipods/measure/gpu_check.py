@@ -1,0 +1,201 @@
+"""The decisive checks of scripts/gpu_check.sh, one JSON verdict each: `python -m minipods.measure.gpu_check CHECK`.
+
+  step    one full step of a preset's recipe (generation, update) and one evaluation call, each phase's
+          peak allocated, peak reserved and device-used memory beside the planner's peak, under
+          torch.cuda.set_per_process_memory_fraction equal to --cap-gib of the card: PASS when every
+          allocated peak is within 10% of the planner's (CUDA only; on a CPU the allocator's peak above
+          the weights is shown, not judged).
+  learn   the learning direction: fixed rollouts, advantage +1 on half of each group's rows and -1 on
+          the other half, three updates: the mean log-prob must rise for the +1 rows, fall for the -1
+          rows, with no update skipped (`learning_direction`, tested on the tiny model on a CPU).
+  fp16    one update of a 4-bit policy computing in float16 with the dynamic loss scale
+          (grpo.loss_scaler): nothing skipped, a finite gradient, the adapter moved.
+  greedy  the fast and the plain engine decode one prompt greedily to the same tokens (4-bit twin; its
+          final norm scaled up so that greedy choices are not near-ties of random logits).
+Models are architecture twins (random weights): memory and mechanics, never accuracy.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
+from minipods.measure.gpu import _prompts, load_recipe, recipe_batch
+from minipods.measure.memory import peak_allocated_bytes
+from minipods.measure.plan import PlanConfig, plan
+from minipods.model import base_model_of, cuda_device
+
+PROG = "python -m minipods.measure.gpu_check"
+CHECKS = ("step", "learn", "fp16", "greedy")
+GIB = 2 ** 30
+TOLERANCE = 0.10  # the planner's peak against the measured one
+
+
+@dataclass
+class CheckConfig:
+    """Settings of one check (each a flag)."""
+    check: str = setting("step", "step | learn | fp16 | greedy")
+    preset: str = setting("paper", "step: the recipe priced and run (paper | consumer)")
+    model: str = setting("random:Qwen/Qwen2.5-1.5B-Instruct", "learn, fp16, greedy: the twin (step: the preset's)")
+    prompts_per_step: int = setting(1, "step: prompts of the measured step (n and m as the preset)")
+    cap_gib: float = setting(24.0, "step: the card the process may use (set_per_process_memory_fraction)")
+    lr: float = setting(1e-4, "learn: learning rate of the three updates (the direction, not the recipe's step size)")
+    tokens: int = setting(128, "learn, fp16: prompt and completion tokens of each fixed row (each)")
+    device: str = setting("auto", "cuda | cuda:N | cpu | auto")
+    output: str = setting("", "write the JSON verdict here too")
+
+
+def _phase(device: str, fn) -> dict:
+    """Peaks of fn: CUDA allocated and reserved, and the device's used memory after it; CPU: the
+    allocator's peak above the start."""
+    if not device.startswith("cuda"):
+        return {"allocated": peak_allocated_bytes(fn), "reserved": None, "device_used": None}
+    d = cuda_device(device)
+    torch.cuda.synchronize(d)
+    torch.cuda.reset_peak_memory_stats(d)
+    fn()
+    torch.cuda.synchronize(d)
+    free, total = torch.cuda.mem_get_info(d)
+    return {"allocated": torch.cuda.max_memory_allocated(d), "reserved": torch.cuda.max_memory_reserved(d),
+            "device_used": total - free}
+
+
+def capped_step(pc: PlanConfig, device: str) -> dict:
+    """The `step` check (module docstring) of pc's recipe, on the twin of its model, under a cap of
+    pc.gpu_gb GiB."""
+    from minipods.fast.rollouts import generate_rollouts
+    from minipods.measure.common import grpo_timer
+
+    cuda = device.startswith("cuda")
+    if cuda:
+        total = torch.cuda.get_device_properties(cuda_device(device)).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, pc.gpu_gb * GIB / total), cuda_device(device))
+    p = plan(pc)
+    r = p["recipe"]
+    model, tok, opt = load_recipe("random:" + r.model.removeprefix("random:"), r.quantize, r.lora_r, r.lora_r,
+                                  r.ckpt, r.optimizer, device)
+    batch, adv = recipe_batch(model, r.prompts, r.m, r.prompt_tokens + r.new_tokens, prompt_tokens=r.prompt_tokens)
+    update = grpo_timer(model, opt, r.micro_batch, r.chunk, 0.1, device)
+    prompts = _prompts(max(r.prompts, r.eval_batch), r.prompt_tokens, 0)
+    update(batch, adv)  # warm-up: the optimizer state exists from the first step on
+    generate_rollouts(model, tok, prompts[:1], 1, max_new_tokens=2, fold_adapter=False)
+    runs = {"generation": lambda: generate_rollouts(model, tok, prompts[:r.prompts], r.n, max_new_tokens=r.new_tokens,
+                                                    batch_size=r.gen_batch, fold_adapter=False),
+            "update": lambda: update(batch, adv),
+            "evaluation": lambda: generate_rollouts(model, tok, prompts[:r.eval_batch], 1, do_sample=False,
+                                                    max_new_tokens=r.eval_tokens, batch_size=r.eval_batch)}
+    static = sum(b for _, b, _ in p["generation"]["parts"][:4])  # weights, LoRA, optimizer state
+    phases = {}
+    for ph, fn in runs.items():
+        m = _phase(device, fn)
+        pred = p[ph]["peak"] - (0 if cuda else static)
+        phases[ph] = {**m, "predicted": pred, "ratio": m["allocated"] / pred}
+    ok = all(abs(x["ratio"] - 1) <= TOLERANCE for x in phases.values())
+    return {"check": "step", "preset": pc.preset, "model": r.model, "cap_gib": pc.gpu_gb, "prompts": r.prompts,
+            "n": r.n, "m": r.m, "eval_batch": r.eval_batch, "phases": phases,
+            "verdict": ("PASS" if ok else "FAIL") if cuda else "not judged on a CPU"}
+
+
+def mean_row_logprobs(model, batch) -> torch.Tensor:
+    """(B,) each row's mean completion-token log-prob under the policy now."""
+    from minipods.grpo import rollout_logprobs
+
+    with torch.no_grad():
+        lp = rollout_logprobs(model, batch)
+    return lp.sum(1) / batch.completion_mask.sum(1).clamp(min=1).to(lp.device)
+
+
+def learning_direction(model, optimizer, batch, updates: int = 3, micro_batch_size: int = 4) -> dict:
+    """Three (`updates`) GRPO updates on fixed rollouts with advantage +1 on the first half of each
+    group's rows and -1 on the rest. PASS when the +1 rows' mean log-prob rose, the -1 rows' fell,
+    and no update was skipped."""
+    from minipods.grpo import grpo_update
+
+    counts = torch.unique_consecutive(batch.group, return_counts=True)[1]  # rows are group-major
+    pos = torch.cat([torch.arange(c) < c // 2 for c in counts.tolist()])  # (B,) the +1 rows
+    adv = torch.where(pos, 1.0, -1.0)
+    model.train()  # as the update runs (no dropout: LoRA's is 0); 4-bit on a CPU must not repack in eval mode
+    before = mean_row_logprobs(model, batch)
+    skipped = sum(grpo_update(model, optimizer, batch, adv, micro_batch_size=micro_batch_size,
+                              scaler=getattr(optimizer, "loss_scaler", None))["skipped"] for _ in range(updates))
+    change = (mean_row_logprobs(model, batch) - before).float().cpu()
+    up, down = float(change[pos].mean()), float(change[~pos].mean())
+    return {"check": "learn", "positive_change": up, "negative_change": down, "skipped": skipped,
+            "verdict": "PASS" if up > 0 > down and skipped == 0 else "FAIL"}
+
+
+def _twin_and_batch(cc: CheckConfig, device: str, dtype: str):
+    """A 4-bit twin as training loads it (LoRA r=16), its optimizer at --lr, and 2 x 4 fixed rows."""
+    model, tok, opt = load_recipe(cc.model, "4bit", 16, 16, False, "auto", device, dtype)
+    for g in opt.param_groups:
+        g["lr"] = cc.lr
+    batch, _ = recipe_batch(model, 2, 4, 2 * cc.tokens, prompt_tokens=cc.tokens)
+    return model, tok, opt, batch
+
+
+def fp16_update(cc: CheckConfig, device: str) -> dict:
+    """The `fp16` check (module docstring)."""
+    from minipods.grpo import grpo_update
+
+    model, _, opt, batch = _twin_and_batch(cc, device, "float16")
+    before = [p.detach().clone() for p in model.parameters() if p.requires_grad]
+    out = grpo_update(model, opt, batch, torch.tensor([1.0, -1, 1, -1, 1, -1, 1, -1]), micro_batch_size=4,
+                      scaler=opt.loss_scaler)
+    moved = max(float((p.detach() - b).abs().max()) for p, b in zip((p for p in model.parameters() if p.requires_grad),
+                                                                    before))
+    ok = opt.loss_scaler is not None and out["skipped"] == 0 and out["grad_norm"] > 0 and moved > 0
+    return {"check": "fp16", "loss_scale": out.get("loss_scale"), "skipped": out["skipped"],
+            "grad_norm": out["grad_norm"], "adapter_max_change": moved, "verdict": "PASS" if ok else "FAIL"}
+
+
+def greedy_equal(cc: CheckConfig, device: str) -> dict:
+    """The `greedy` check (module docstring)."""
+    from minipods.fast.rollouts import generate_rollouts as fast
+    from minipods.rollouts import generate_rollouts as plain
+
+    model, tok, _, _ = _twin_and_batch(cc, device, "auto")
+    with torch.no_grad():
+        base_model_of(model).get_decoder().norm.weight.mul_(30.0)
+    prompt = _prompts(1, 48, 1)
+    a, b = (gen(model, tok, prompt, 1, max_new_tokens=32, do_sample=False).completion_ids[0] for gen in (plain, fast))
+    same = a.shape == b.shape and bool((a == b).all())
+    diff = (a[:min(len(a), len(b))] != b[:min(len(a), len(b))]).nonzero()
+    return {"check": "greedy", "tokens": len(a), "equal": same,
+            "first_difference": int(diff[0]) if len(diff) else None, "verdict": "PASS" if same else "FAIL"}
+
+
+def main(argv=None) -> int:
+    parser = Parser(prog=PROG, description="One decisive GPU check, as a JSON verdict.")
+    add_dataclass_args(parser, CheckConfig)
+    try:
+        cc = CheckConfig(**overrides(parser.parse_args(argv), CheckConfig))
+        if cc.check not in CHECKS:
+            raise ValueError(f"--check must be one of {', '.join(CHECKS)}, got {cc.check!r}")
+    except SystemExit as e:
+        return int(e.code or 0)
+    except ValueError as e:
+        return fail(PROG, e)
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if cc.device == "auto" else cc.device
+    if cc.check == "learn":
+        model, _, opt, batch = _twin_and_batch(cc, device, "auto")
+        res = learning_direction(model, opt, batch)
+    elif cc.check == "step":
+        res = capped_step(PlanConfig(preset=cc.preset, gpu_gb=cc.cap_gib, prompts_per_step=cc.prompts_per_step), device)
+    else:
+        res = {"fp16": fp16_update, "greedy": greedy_equal}[cc.check](cc, device)
+    res["device"] = torch.cuda.get_device_name(cuda_device(device)) if device.startswith("cuda") else "cpu"
+    text = json.dumps(res, default=float)
+    print(text)
+    if cc.output:
+        Path(cc.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(cc.output).write_text(text)
+    return 0 if res["verdict"] != "FAIL" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
