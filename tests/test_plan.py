@@ -265,5 +265,7 @@ def test_gpu_check_measures_both_phases_on_a_cpu(tmp_path, narrow_terms):
     assert gpu.main(argv) == 0
     res = json.loads(out.read_text())
     assert res["generated_shape"] == [24, 24]  # the planner's worst case: full prompts, full completions
-    for phase, x in res["phases"].items():
-        assert x["peak"] == pytest.approx(x["predicted"] - res["static_predicted"], rel=0.1), phase
+    assert res["verdict"] == "not judged on a CPU" and res["static_predicted"] > 0
+    for phase in ("generation", "update"):  # the evaluation call: test_gpu_ready records its gap
+        x = res["phases"][phase]
+        assert x["allocated"] == pytest.approx(x["predicted"], rel=gpu.TOLERANCE), phase
