@@ -34,7 +34,7 @@ import torch
 
 from minipods.cli import Parser, add_dataclass_args, fail, overrides
 from minipods.measure.common import fmt_mb, fmt_s, format_table, grpo_timer
-from minipods.measure.memory import MemoryMeter, peak_allocated_bytes, run_worker
+from minipods.measure.memory import MemoryMeter, run_worker
 from minipods.measure.plan import PlanConfig, plan
 from minipods.model import cuda_device
 
@@ -174,18 +174,14 @@ def rows_cuda(r: dict) -> list[list[str]]:
 
 # ---------------------------------------------------------------- the planner against a measurement
 def _meter(device: str, fn) -> dict:
-    """Peaks of fn: CUDA allocated and reserved, and the device's used memory after it; CPU: the
-    allocator's peak above the start (reserved and device-used: None)."""
+    """Peaks of fn (memory.MemoryMeter): CUDA allocated and reserved, and the device's used memory
+    after it; CPU: the allocator's peak above the start (reserved and device-used: None)."""
+    with MemoryMeter(device) as mm:
+        fn()
     if not device.startswith("cuda"):
-        return {"allocated": peak_allocated_bytes(fn), "reserved": None, "device_used": None}
-    d = cuda_device(device)
-    torch.cuda.synchronize(d)
-    torch.cuda.reset_peak_memory_stats(d)
-    fn()
-    torch.cuda.synchronize(d)
-    free, total = torch.cuda.mem_get_info(d)
-    return {"allocated": torch.cuda.max_memory_allocated(d), "reserved": torch.cuda.max_memory_reserved(d),
-            "device_used": total - free}
+        return {"allocated": round(mm.peak_mb * MIB), "reserved": None, "device_used": None}
+    free, total = torch.cuda.mem_get_info(cuda_device(device))
+    return {"allocated": round(mm.peak_mb * MIB), "reserved": round(mm.reserved_mb * MIB), "device_used": total - free}
 
 
 def twin_prompts(count: int, tokens: int, seed: int) -> list[str]:
