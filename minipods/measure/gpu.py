@@ -1,24 +1,18 @@
-"""The paper recipe on one GPU: the bench's `cuda` part, and the planner against a CUDA peak.
+"""The paper recipe on one GPU: the bench's `cuda` part, and the planner against one capped step.
 
 Paper (single-GPU setting): Qwen2.5-3B-Instruct in 4 bits (NF4 + double quantisation), LoRA r=64 on
 every linear layer, gradient checkpointing, 8-bit AdamW, 512 + 512 tokens, m=16 kept of n=64. Both
-tools load a recipe as training does (load_recipe), feed the update random ids (recipe_batch,
-update_batch) and warm it up once (the optimizer state exists from the second step on):
+runs load the recipe as training does (load_recipe) and feed the update random ids (recipe_batch):
 
-  `python -m minipods.bench --parts cuda` (part_cuda, worker_cuda_recipe in a fresh process): one
-      update on m sequences of `seq_tokens` real tokens: s/update, peak allocated and reserved
-      memory, "fits a 24 GB card" (reserved + 1 GiB for the CUDA context); n rollouts of one prompt
-      in one generate call: tokens/s. The worker also runs on a CPU (tests: a shrunk twin, AdamW).
-  `python -m minipods.measure.gpu --preset paper --gpu-gb 24` (measure_phases): one full step of a
-      preset's recipe (generation: fast engine, full-length prompts, n each, gen_batch_size per call;
-      the update: prompts x m rows) and one evaluation call, under a cap of --gpu-gb GiB: each phase's
-      peak allocated, peak reserved and device-used memory beside the planner's peak; PASS within 10%
-      (CUDA; on a CPU, tests: the allocator's peak above the weights, shown, not judged).
+  `python -m minipods.bench --parts cuda` (part_cuda, in a fresh process): s/update on m sequences,
+      peak allocated and reserved memory, "fits a 24 GB card"; n rollouts of one prompt: tokens/s.
+  `python -m minipods.measure.gpu --preset paper --gpu-gb 24` (measure_phases): one step (generation,
+      update) and one evaluation call under a --gpu-gb cap, each phase's peaks beside the planner's;
+      scripts/gpu_check.sh's `paper` and `consumer` stages.
 
-The default model is the 3B *architecture twin* (minipods.twins.arch): real shapes, random weights,
-built offline. An update's memory and time do not depend on the weights, and a twin's rollouts never
-stop early (EOS is ~1 in 150k tokens): the real model's worst case. scripts/gpu_check.sh runs the
-second (its `paper` and `consumer` stages) beside its own checks (scripts/gpu_check.py).
+The model is the *architecture twin* (minipods.twins.arch): real shapes, random weights, offline. An
+update's memory and time do not depend on the weights, and a twin's rollouts never stop early (EOS is
+~1 in 150k tokens): the real model's worst case.
 """
 
 from __future__ import annotations
