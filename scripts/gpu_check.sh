@@ -10,12 +10,13 @@
 #                versions asserted against the wheels' names; torch and the card printed; dtype auto's
 #                choice for this card; one NF4 round trip on the GPU
 #   twin     45  the 3B and 1.5B architecture twins built once (random weights, cached)
-#   paper   100  `python -m minipods.measure.gpu_check --check step --preset paper`: one step of the paper
+#   paper   100  `python -m minipods.measure.gpu --preset paper --gpu-gb 24`: one step of the paper
 #                recipe (1 prompt: n=64 -> m=16, 512 + 512 tokens) and one evaluation call (64 questions),
 #                under a 24 GiB cap (set_per_process_memory_fraction): per phase, peak allocated, peak
 #                reserved and device-used memory beside the planner; PASS within 10%
 #   consumer 80  the same for --preset consumer (2 prompts: n=16 -> m=4; evaluation 32 questions), 12 GiB cap
 #   learn    40  the learning direction on the 3B twin: fixed rollouts, +-1 advantages, three updates
+#                (this and the next two: `python scripts/gpu_check.py --check NAME`)
 #   fp16     25  one update of the 4-bit 1.5B twin computing in float16, with the dynamic loss scale
 #   greedy   25  fast vs plain engine, greedy, one prompt, 4-bit 1.5B twin: the same tokens
 # Without CUDA (a CPU: set GPU_CHECK_PAPER_MODEL / GPU_CHECK_CONSUMER_MODEL to shrunk twins) paper and
@@ -112,10 +113,15 @@ print("versions: PASS")
 EOF
 }
 
-check() {  # check NAME ARGS...: one gpu_check verdict, its JSON in $LOG/NAME.json
+check() {  # check NAME ARGS...: one verdict, its JSON in $LOG/NAME.json (step: the planner against one capped step)
     local name=$1
     shift
-    "$PY" -m minipods.measure.gpu_check "$@" --output "$LOG/$name.json"
+    if [[ $1 == step ]]; then
+        shift
+        "$PY" -m minipods.measure.gpu "$@" --output "$LOG/$name.json"
+    else
+        "$PY" scripts/gpu_check.py --check "$@" --output "$LOG/$name.json"
+    fi
 }
 
 export -f setup check
@@ -129,14 +135,14 @@ for spec in sys.argv[1:]:
     print(f'twin {spec}: {sum(f.stat().st_size for f in d.iterdir()) / 1e9:.2f} GB in {time.time() - t:.0f} s')" \
     "$PAPER_MODEL" "$CONSUMER_MODEL"
 if "$PY" -c "import torch, sys; sys.exit(not torch.cuda.is_available())"; then
-    stage paper 100 bash -c 'check paper --check step --preset paper --prompts-per-step 1 --cap-gib 24'
-    stage consumer 80 bash -c 'check consumer --check step --preset consumer --prompts-per-step 2 --cap-gib 12'
+    stage paper 100 bash -c 'check paper step --preset paper --prompts-per-step 1 --gpu-gb 24'
+    stage consumer 80 bash -c 'check consumer step --preset consumer --prompts-per-step 2 --gpu-gb 12'
 else
     printf 'paper\tno-cuda\t0\nconsumer\tno-cuda\t0\n' >> "$LOG/status.tsv"
 fi
-stage learn 40 bash -c "check learn --check learn --model '$PAPER_MODEL'"
-stage fp16 25 bash -c "check fp16 --check fp16 --model '$CONSUMER_MODEL'"
-stage greedy 25 bash -c "check greedy --check greedy --model '$CONSUMER_MODEL'"
+stage learn 40 bash -c "check learn learn --model '$PAPER_MODEL'"
+stage fp16 25 bash -c "check fp16 fp16 --model '$CONSUMER_MODEL'"
+stage greedy 25 bash -c "check greedy greedy --model '$CONSUMER_MODEL'"
 
 "$PY" - "$LOG" "$(( $(date +%s) - START ))" <<'EOF' | tee "$RES/gpu_check.md"
 import json, sys

@@ -52,6 +52,25 @@ def test_paper_l40s_figures():
     assert not C.paper_l40s(gain=1.2)["pays"]
 
 
+def test_l40s_lines_are_the_fit_to_the_released_runs():
+    """The stored L40S lines, re-fitted from the shipped CSV of the authors' runs (the eight
+    max-variance GSM8K settings, 1 prompt per step); and a fixed term moves n_max and the step."""
+    from minipods.analysis import paper_runs as P
+
+    sps = P.seconds_per_step(P.paper_study())
+    fit = P.fit_step_cost({k: v for k, v in sps.items()
+                           if P.setting(k)["task"] == "GSM8K" and P.setting(k)["rule"] == "max_variance"})
+    f = C.L40S_FIT
+    assert (f["fixed_s"], f["rollout_s"], f["update_s"]) == pytest.approx((fit["c"], fit["b_n"], fit["b_m"]), rel=1e-3)
+    assert (f["r2"], f["runs"]) == (pytest.approx(fit["r2"], abs=1e-3), fit["runs"])
+    cm = C.paper_l40s_model()
+    assert cm.step_seconds(64, 16)["pods"] == pytest.approx(fit["fitted"]["GSM8K-512-64-16"], rel=1e-3)
+    fixed = C.CostModel(C.Line(2.0, 0.5), C.Line(1.0, 2.0), fixed=3.0)
+    assert fixed.step_seconds(n=16, m=4, prompts=2)["pods"] == pytest.approx(35.0 + 3.0)
+    # gain 2 against GRPO's 26 s: 3 + 2 + 0.5 * 2 n + 17 = 52 -> n = 30
+    assert fixed.break_even(n=16, m=4, prompts=2, gain=2.0)["n_max"] == pytest.approx(30.0)
+
+
 def test_costmodel_part_on_the_tiny_model():
     model, tok = tiny_policy(seed=0)
     cfg = BenchConfig(n=4, max_new_tokens=6, m_values=[2, 4], repeats=1, quick=True, threads=1)

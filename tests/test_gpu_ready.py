@@ -251,8 +251,11 @@ def test_embedding_in_bf16_alone_would_not_shrink_the_kv_cache(tmp_path, monkeyp
 def test_learning_direction_on_fixed_rollouts(lr, verdict):
     """Three updates with +1 / -1 advantages: the +1 rows' mean log-prob rises, the -1 rows' falls
     (lr 0: nothing moves, so the check fails: it can)."""
+    from conftest import load_script
+
     from minipods.data import build_prompt
-    from minipods.measure.gpu_check import learning_direction
+
+    learning_direction = load_script("gpu_check").learning_direction
 
     model, tok = tiny_policy(seed=4)
     torch.manual_seed(0)
@@ -269,12 +272,14 @@ def test_learning_direction_on_fixed_rollouts(lr, verdict):
 @pytest.mark.parametrize("prog, argv, msg", [
     ("plan", ["--eval-batch-size", "0"], "--eval-batch-size must be >= 1"),
     ("plan", ["--eval-max-new-tokens", "-1"], "--eval-max-new-tokens must be >= 0"),
-    ("gpu_check", ["--check", "train"], "--check must be one of step, learn, fp16, greedy"),
+    ("gpu_check", ["--check", "step"], "--check must be one of learn, fp16, greedy"),
 ])
 def test_bad_arguments_exit_2_with_one_line(prog, argv, msg, capsys):
-    from minipods.measure import gpu_check, plan
+    from conftest import load_script
 
-    assert {"plan": plan, "gpu_check": gpu_check}[prog].main(argv) == 2
+    from minipods.measure import plan
+
+    assert {"plan": plan, "gpu_check": load_script("gpu_check")}[prog].main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and msg in err[0]
 
@@ -294,8 +299,8 @@ def test_gpu_check_script_fits_six_minutes_on_paper():
     assert "twin_folder(spec, cache_dir() / 'twins')" in text  # both of its arguments
 
 
-def test_capped_step_measures_three_phases_against_the_planner_on_a_cpu(tmp_path):
-    """The `step` check's code path on a CPU: generation, update and one evaluation call of a narrow
+def test_measure_phases_measures_three_phases_against_the_planner_on_a_cpu(tmp_path):
+    """The GPU check's `paper`/`consumer` code path on a CPU: generation, update and one evaluation call of a narrow
     twin, each allocator peak (above the weights) beside the planner's. Generation and update are
     within the GPU check's 10%. The evaluation call is not: at this toy scale the planner
     under-predicts it by 10-24%, growing with the questions per call (2 to 8): the distinct-prompt
@@ -307,7 +312,7 @@ def test_capped_step_measures_three_phases_against_the_planner_on_a_cpu(tmp_path
     from conftest import load_script
 
     from minipods.measure import footprint as F
-    from minipods.measure.gpu_check import TOLERANCE, capped_step
+    from minipods.measure.gpu import TOLERANCE, measure_phases
     from minipods.measure.plan import PlanConfig
 
     S = load_script("measure_terms")
@@ -317,7 +322,7 @@ def test_capped_step_measures_three_phases_against_the_planner_on_a_cpu(tmp_path
     pc = PlanConfig(terms=str(terms), model=narrow + ",layers=3,vocab=2048", prompts_per_step=2, n=4, m=2,
                     max_prompt_tokens=24, max_new_tokens=24, gen_batch_size=4, micro_batch_size=2,
                     optimizer="adamw", logprob_chunk=64, eval_batch_size=6, eval_max_new_tokens=16)
-    res = capped_step(pc, "cpu")
+    res = measure_phases(pc, "cpu")
     assert set(res["phases"]) == {"generation", "update", "evaluation"} and res["eval_batch"] == 6
     assert res["verdict"] == "not judged on a CPU"
     ph = res["phases"]

@@ -1,23 +1,18 @@
-"""The paper recipe on one GPU: the bench's `cuda` part, and the planner against a CUDA peak.
+"""The paper recipe on one GPU: the bench's `cuda` part, and the planner against one capped step.
 
 Paper (single-GPU setting): Qwen2.5-3B-Instruct in 4 bits (NF4 + double quantisation), LoRA r=64 on
 every linear layer, gradient checkpointing, 8-bit AdamW, 512 + 512 tokens, m=16 kept of n=64. Both
-tools load a recipe as training does (load_recipe), feed the update random ids (recipe_batch,
-update_batch) and warm it up once (the optimizer state exists from the second step on):
+runs load the recipe as training does (load_recipe) and feed the update random ids (recipe_batch):
 
-  `python -m minipods.bench --parts cuda` (part_cuda, worker_cuda_recipe in a fresh process): one
-      update on m sequences of `seq_tokens` real tokens: s/update, peak allocated and reserved
-      memory, "fits a 24 GB card" (reserved + 1 GiB for the CUDA context); n rollouts of one prompt
-      in one generate call: tokens/s. The worker also runs on a CPU (tests: a shrunk twin, AdamW).
-  `python -m minipods.measure.gpu --preset paper` (measure_phases): the planner's peak of each phase
-      beside the measured one, on the twin of the recipe's model: the inference phase (fast engine,
-      full-length prompts, n each, gen_batch_size per call) and the update (prompts x m rows). CUDA:
-      max_memory_allocated (weights included); CPU (tests): the allocator's peak above the start,
-      beside the planner's less weights, adapter and optimizer.
+  `python -m minipods.bench --parts cuda` (part_cuda, in a fresh process): s/update on m sequences,
+      peak allocated and reserved memory, "fits a 24 GB card"; n rollouts of one prompt: tokens/s.
+  `python -m minipods.measure.gpu --preset paper --gpu-gb 24` (measure_phases): one step (generation,
+      update) and one evaluation call under a --gpu-gb cap, each phase's peaks beside the planner's;
+      scripts/gpu_check.sh's `paper` and `consumer` stages.
 
-The default model is the 3B *architecture twin* (minipods.twins.arch): real shapes, random weights,
-built offline. An update's memory and time do not depend on the weights, and a twin's rollouts never
-stop early (EOS is ~1 in 150k tokens): the real model's worst case. scripts/gpu_check.sh runs both.
+The model is the *architecture twin* (minipods.twins.arch): real shapes, random weights, offline. An
+update's memory and time do not depend on the weights, and a twin's rollouts never stop early (EOS is
+~1 in 150k tokens): the real model's worst case.
 """
 
 from __future__ import annotations
@@ -33,15 +28,17 @@ import torch
 
 from minipods.cli import Parser, add_dataclass_args, fail, overrides
 from minipods.measure.common import fmt_mb, fmt_s, format_table, grpo_timer
-from minipods.measure.memory import MemoryMeter, peak_allocated_bytes, run_worker
+from minipods.measure.memory import MemoryMeter, run_worker
 from minipods.measure.plan import PlanConfig, plan
+from minipods.model import cuda_device
 
 CUDA_SKIP_MSG = "skipped (no CUDA GPU)"
 CARD_GIB = 24.0  # "fits a 24 GB card"
 CARD_HEADROOM_GIB = 1.0  # CUDA context + fragmentation left free on the card
 PAPER_STEP_SEQUENCES = 128  # the paper's step: 8 prompts x m=16 kept rollouts
 PROG = "python -m minipods.measure.gpu"
-MIB = 2 ** 20
+MIB, GIB = 2 ** 20, 2 ** 30
+TOLERANCE = 0.10  # the planner's peak against the measured one: PASS within 10%
 
 
 # ---------------------------------------------------------------- one recipe, loaded and fed
@@ -171,68 +168,75 @@ def rows_cuda(r: dict) -> list[list[str]]:
 
 # ---------------------------------------------------------------- the planner against a measurement
 def _meter(device: str, fn) -> dict:
-    """{"base": bytes held at the start (CUDA), "peak": the peak (CUDA: absolute; CPU: above the start)}."""
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        base = torch.cuda.memory_allocated()
+    """Peaks of fn (memory.MemoryMeter): CUDA allocated and reserved, and the device's used memory
+    after it; CPU: the allocator's peak above the start (reserved and device-used: None)."""
+    with MemoryMeter(device) as mm:
         fn()
-        torch.cuda.synchronize()
-        return {"base": base, "peak": torch.cuda.max_memory_allocated()}
-    return {"base": None, "peak": peak_allocated_bytes(fn)}
+    if not device.startswith("cuda"):
+        return {"allocated": round(mm.peak_mb * MIB), "reserved": None, "device_used": None}
+    free, total = torch.cuda.mem_get_info(cuda_device(device))
+    return {"allocated": round(mm.peak_mb * MIB), "reserved": round(mm.reserved_mb * MIB), "device_used": total - free}
 
 
-def _prompts(count: int, tokens: int, seed: int) -> list[str]:
+def twin_prompts(count: int, tokens: int, seed: int) -> list[str]:
     """`count` prompts of exactly `tokens` tokens for a twin's byte-level tokenizer (one token per byte)."""
     g = torch.Generator().manual_seed(seed)
     return ["".join(chr(97 + int(c)) for c in torch.randint(0, 26, (tokens,), generator=g)) for _ in range(count)]
 
 
 def measure_phases(pc: PlanConfig, device: str) -> dict:
-    """Predicted and measured peaks of both phases of pc's recipe (see the module docstring)."""
+    """One full step of pc's recipe (generation, update) and one evaluation call, on the twin of its
+    model, under a cap of pc.gpu_gb GiB (CUDA: set_per_process_memory_fraction): each phase's peaks
+    (_meter) beside the planner's (CPU: both above the weights, LoRA and optimizer state). PASS when
+    every allocated peak is within TOLERANCE of the planner's (CUDA only; a CPU is not judged)."""
     from minipods.fast.rollouts import generate_rollouts
 
+    cuda = device.startswith("cuda")
+    if cuda:
+        total = torch.cuda.get_device_properties(cuda_device(device)).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, pc.gpu_gb * GIB / total), cuda_device(device))
     p = plan(pc)
     r = p["recipe"]
-    name = r.model if r.model.startswith("random:") else "random:" + r.model
-    model, tok, opt = load_recipe(name, r.quantize, r.lora_r, r.lora_r, r.ckpt, r.optimizer, device, "bfloat16")
+    model, tok, opt = load_recipe("random:" + r.model.removeprefix("random:"), r.quantize, r.lora_r, r.lora_r,
+                                  r.ckpt, r.optimizer, device)
     batch, adv = recipe_batch(model, r.prompts, r.m, r.prompt_tokens + r.new_tokens, prompt_tokens=r.prompt_tokens)
     update = grpo_timer(model, opt, r.micro_batch, r.chunk, 0.1, device)
-    prompts, out = _prompts(r.prompts, r.prompt_tokens, 0), {}
+    prompts, shape = twin_prompts(max(r.prompts, r.eval_batch), r.prompt_tokens, 0), []
 
     def generate():
-        ro = generate_rollouts(model, tok, prompts, r.n, max_new_tokens=r.new_tokens, batch_size=r.gen_batch,
-                               max_prompt_tokens=r.prompt_tokens, fold_adapter=False)
-        out["shape"] = [int(ro.prompt_ids.shape[1]), int(ro.meta["steps"])]
+        ro = generate_rollouts(model, tok, prompts[:r.prompts], r.n, max_new_tokens=r.new_tokens,
+                               batch_size=r.gen_batch, max_prompt_tokens=r.prompt_tokens, fold_adapter=False)
+        shape.extend([int(ro.prompt_ids.shape[1]), int(ro.meta["steps"])])
 
     update(batch, adv)  # warm-up: the optimizer state exists from the first step on
-    generate_rollouts(model, tok, prompts[:1], 1, max_new_tokens=2, fold_adapter=False)  # warm-up
-    measured = {"generation": _meter(device, generate), "update": _meter(device, lambda: update(batch, adv))}
+    generate_rollouts(model, tok, prompts[:1], 1, max_new_tokens=2, fold_adapter=False)
+    runs = {"generation": generate, "update": lambda: update(batch, adv),
+            "evaluation": lambda: generate_rollouts(model, tok, prompts[:r.eval_batch], 1, do_sample=False,
+                                                    max_new_tokens=r.eval_tokens, batch_size=r.eval_batch)}
     static = sum(b for _, b, _ in p["generation"]["parts"][:4])  # weights, LoRA, optimizer state
-    return {"device": device, "gpu": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
-            "model": r.model, "preset": pc.preset, "prompts": r.prompts, "n": r.n, "m": r.m,
-            "generated_shape": out["shape"], "static_predicted": static,
-            "phases": {ph: {"predicted": p[ph]["peak"], **measured[ph]} for ph in ("generation", "update")}}
+    phases = {}
+    for ph, fn in runs.items():
+        m = _meter(device, fn)
+        pred = p[ph]["peak"] - (0 if cuda else static)
+        phases[ph] = {**m, "predicted": pred, "ratio": m["allocated"] / pred}
+    ok = all(abs(x["ratio"] - 1) <= TOLERANCE for x in phases.values())
+    return {"check": "step", "preset": pc.preset, "model": r.model, "cap_gib": pc.gpu_gb, "prompts": r.prompts,
+            "n": r.n, "m": r.m, "eval_batch": r.eval_batch, "generated_shape": shape, "static_predicted": static,
+            "phases": phases, "verdict": ("PASS" if ok else "FAIL") if cuda else "not judged on a CPU",
+            "device": torch.cuda.get_device_name(cuda_device(device)) if cuda else "cpu"}
 
 
 def rows_phases(res: dict) -> list[list[str]]:
-    """Table rows: predicted beside measured, per phase (CPU: both above the weights)."""
-    cuda = res["device"].startswith("cuda")
-    out = []
-    for ph, x in res["phases"].items():
-        pred = x["predicted"] - (0 if cuda else res["static_predicted"])
-        out.append([f"{res['preset']}: {res['model']} ({res['prompts']} prompt(s), n={res['n']} -> m={res['m']})", ph,
-                    f"{pred / MIB:,.1f}", f"{x['peak'] / MIB:,.1f}", f"{x['peak'] / pred:.3f}"])
-    if cuda:
-        base = res["phases"]["update"]["base"]
-        out.append([res["preset"], "weights + LoRA + optimizer state", f"{res['static_predicted'] / MIB:,.1f}",
-                    f"{base / MIB:,.1f}", f"{base / res['static_predicted']:.3f}"])
-    return out
+    """Table rows: per phase, the planner beside the measured peaks (MiB)."""
+    mib = lambda b: "-" if b is None else f"{b / MIB:,.1f}"  # noqa: E731
+    return [[ph, mib(x["predicted"]), mib(x["allocated"]), f"{x['ratio']:.3f}", mib(x["reserved"]),
+             mib(x["device_used"])] for ph, x in res["phases"].items()]
 
 
 def main(argv=None) -> int:
-    parser = Parser(prog=PROG, description="The planner's peak of each phase beside the measured one.")
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu")
+    parser = Parser(prog=PROG, description="One step and one evaluation call of a recipe: the planner's peak of "
+                                           "each phase beside the measured one, under a --gpu-gb cap.")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda[:N] | cpu")
     parser.add_argument("--output", default=None, help="write the result as JSON here")
     add_dataclass_args(parser, PlanConfig)
     try:
@@ -243,13 +247,15 @@ def main(argv=None) -> int:
         res = measure_phases(PlanConfig(**overrides(args, PlanConfig)), args.device)
     except (ValueError, OSError) as e:
         return fail(PROG, e)
-    what = "CUDA peak allocated" if args.device.startswith("cuda") else "CPU allocator peak above the weights"
-    print(format_table(rows_phases(res), ("recipe", "phase", "planner MiB", f"measured MiB ({what})",
-                                          "measured / planner")))
+    cpu = "" if args.device.startswith("cuda") else " (CPU: above the weights)"
+    print(f"{res['preset']}: {res['model']}, {res['prompts']} prompt(s), n={res['n']} -> m={res['m']}, evaluation "
+          f"{res['eval_batch']} questions, cap {res['cap_gib']:g} GiB, {res['device']}: {res['verdict']}")
+    print(format_table(rows_phases(res), ("phase", f"planner MiB{cpu}", "allocated MiB", "allocated / planner",
+                                          "reserved MiB", "device-used MiB")))
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         Path(args.output).write_text(json.dumps(res, indent=1, default=float))
-    return 0
+    return 0 if res["verdict"] != "FAIL" else 1
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ For a model (a twin id, the offline default, a local folder: read offline) and a
 each phase's peak broken into its parts, whether it fits with the headroom left free, a table of
 candidate (n, m), the largest that fit, the peak of one evaluation call (--eval-batch-size questions at
 once, with the training state held), seconds per step of GRPO and PODS and the break-even gain
-(minipods.measure.costmodel: fitted lines from --costmodel, or the paper's L40S step times for --gpu L40S;
+(minipods.measure.costmodel: fitted lines from --costmodel, or the L40S lines of the paper's runs for --gpu L40S;
 for any other card the time is "unknown", never a time measured elsewhere), and a verdict. The parts are counted from the architecture (minipods.measure.footprint) or measured on a CPU
 (minipods.measure.activations, measured by scripts/measure_terms.py); peaks are allocated bytes (CUDA's max_memory_allocated), and the
 headroom stands for the CUDA context and the allocator's slack. Worst case throughout: every prompt
@@ -63,7 +63,7 @@ class PlanConfig:
     terms: str | None = setting(None, "JSON of `python scripts/measure_terms.py --output FILE`: the measured terms "
                                       "of a model the planner holds none for")
     costmodel: str | None = setting(None, "JSON of `python -m minipods.bench --parts costmodel --output FILE` (fitted "
-                                          "lines; else the paper's L40S step times)")
+                                          "lines; else the L40S lines of the paper's runs)")
 
 
 @dataclass
@@ -259,10 +259,10 @@ def cost_model(pc: PlanConfig, r: Recipe):
         return None, (f"unknown on this card{'' if pc.gpu == 'unknown' else f' ({pc.gpu})'}: no step time has been measured on it. The paper's are for an "
                       "L40S (--gpu L40S); time yours with `python -m minipods.bench --parts costmodel --output "
                       "bench.json` and pass --costmodel bench.json")
-    p = C.PAPER_L40S
     same = (r.model.removeprefix("random:"), r.prompt_tokens, r.new_tokens) == ("Qwen/Qwen2.5-3B-Instruct", 512, 512)
-    return C.paper_l40s_model(), ("the paper's L40S step times (GRPO {grpo_s} s, PODS {n}->{m} {pods_s} s; Qwen2.5-3B, "
-                                  "512 + 512 tokens)".format(**p) + ("" if same else ", NOT this model or length"))
+    return C.paper_l40s_model(), ("L40S lines fitted to the paper's {runs} released runs ({fixed_s:.1f} s + {rollout_s:.3f} s "
+                                  "per generated + {update_s:.3f} s per kept rollout; Qwen2.5-3B, 512 + 512 tokens, 1 "
+                                  "prompt per step)".format(**C.L40S_FIT) + ("" if same else ", NOT this model or length"))
 
 
 def plan(pc: PlanConfig) -> dict:

@@ -1,10 +1,7 @@
-"""The decisive checks of scripts/gpu_check.sh, one JSON verdict each: `python -m minipods.measure.gpu_check CHECK`.
+"""The checks of scripts/gpu_check.sh that are not library code, one JSON verdict each:
+`python scripts/gpu_check.py --check learn|fp16|greedy --model TWIN`. (Its `paper` and `consumer`
+stages are `python -m minipods.measure.gpu`: the planner against one capped step.)
 
-  step    one full step of a preset's recipe (generation, update) and one evaluation call, each phase's
-          peak allocated, peak reserved and device-used memory beside the planner's peak, under
-          torch.cuda.set_per_process_memory_fraction equal to --cap-gib of the card: PASS when every
-          allocated peak is within 10% of the planner's (CUDA only; on a CPU the allocator's peak above
-          the weights is shown, not judged).
   learn   the learning direction: fixed rollouts, advantage +1 on half of each group's rows and -1 on
           the other half, three updates: the mean log-prob must rise for the +1 rows, fall for the -1
           rows, with no update skipped (`learning_direction`, tested on the tiny model on a CPU).
@@ -12,7 +9,7 @@
           (grpo.loss_scaler): nothing skipped, a finite gradient, the adapter moved.
   greedy  the fast and the plain engine decode one prompt greedily to the same tokens (4-bit twin; its
           final norm scaled up so that greedy choices are not near-ties of random logits).
-Models are architecture twins (random weights): memory and mechanics, never accuracy.
+Models are architecture twins (random weights): mechanics, never accuracy.
 """
 
 from __future__ import annotations
@@ -25,80 +22,22 @@ from pathlib import Path
 import torch
 
 from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
-from minipods.measure.gpu import _prompts, load_recipe, recipe_batch
-from minipods.measure.memory import peak_allocated_bytes
-from minipods.measure.plan import PlanConfig, plan
+from minipods.measure.gpu import load_recipe, recipe_batch, twin_prompts
 from minipods.model import base_model_of, cuda_device
 
-PROG = "python -m minipods.measure.gpu_check"
-CHECKS = ("step", "learn", "fp16", "greedy")
-GIB = 2 ** 30
-TOLERANCE = 0.10  # the planner's peak against the measured one
+PROG = "python scripts/gpu_check.py"
+CHECKS = ("learn", "fp16", "greedy")
 
 
 @dataclass
 class CheckConfig:
     """Settings of one check (each a flag)."""
-    check: str = setting("step", "step | learn | fp16 | greedy")
-    preset: str = setting("paper", "step: the recipe priced and run (paper | consumer)")
-    model: str = setting("random:Qwen/Qwen2.5-1.5B-Instruct", "learn, fp16, greedy: the twin (step: the preset's)")
-    prompts_per_step: int = setting(1, "step: prompts of the measured step (n and m as the preset)")
-    cap_gib: float = setting(24.0, "step: the card the process may use (set_per_process_memory_fraction)")
+    check: str = setting("learn", "learn | fp16 | greedy")
+    model: str = setting("random:Qwen/Qwen2.5-1.5B-Instruct", "the twin")
     lr: float = setting(1e-4, "learn: learning rate of the three updates (the direction, not the recipe's step size)")
     tokens: int = setting(128, "learn, fp16: prompt and completion tokens of each fixed row (each)")
     device: str = setting("auto", "cuda | cuda:N | cpu | auto")
     output: str = setting("", "write the JSON verdict here too")
-
-
-def _phase(device: str, fn) -> dict:
-    """Peaks of fn: CUDA allocated and reserved, and the device's used memory after it; CPU: the
-    allocator's peak above the start."""
-    if not device.startswith("cuda"):
-        return {"allocated": peak_allocated_bytes(fn), "reserved": None, "device_used": None}
-    d = cuda_device(device)
-    torch.cuda.synchronize(d)
-    torch.cuda.reset_peak_memory_stats(d)
-    fn()
-    torch.cuda.synchronize(d)
-    free, total = torch.cuda.mem_get_info(d)
-    return {"allocated": torch.cuda.max_memory_allocated(d), "reserved": torch.cuda.max_memory_reserved(d),
-            "device_used": total - free}
-
-
-def capped_step(pc: PlanConfig, device: str) -> dict:
-    """The `step` check (module docstring) of pc's recipe, on the twin of its model, under a cap of
-    pc.gpu_gb GiB."""
-    from minipods.fast.rollouts import generate_rollouts
-    from minipods.measure.common import grpo_timer
-
-    cuda = device.startswith("cuda")
-    if cuda:
-        total = torch.cuda.get_device_properties(cuda_device(device)).total_memory
-        torch.cuda.set_per_process_memory_fraction(min(1.0, pc.gpu_gb * GIB / total), cuda_device(device))
-    p = plan(pc)
-    r = p["recipe"]
-    model, tok, opt = load_recipe("random:" + r.model.removeprefix("random:"), r.quantize, r.lora_r, r.lora_r,
-                                  r.ckpt, r.optimizer, device)
-    batch, adv = recipe_batch(model, r.prompts, r.m, r.prompt_tokens + r.new_tokens, prompt_tokens=r.prompt_tokens)
-    update = grpo_timer(model, opt, r.micro_batch, r.chunk, 0.1, device)
-    prompts = _prompts(max(r.prompts, r.eval_batch), r.prompt_tokens, 0)
-    update(batch, adv)  # warm-up: the optimizer state exists from the first step on
-    generate_rollouts(model, tok, prompts[:1], 1, max_new_tokens=2, fold_adapter=False)
-    runs = {"generation": lambda: generate_rollouts(model, tok, prompts[:r.prompts], r.n, max_new_tokens=r.new_tokens,
-                                                    batch_size=r.gen_batch, fold_adapter=False),
-            "update": lambda: update(batch, adv),
-            "evaluation": lambda: generate_rollouts(model, tok, prompts[:r.eval_batch], 1, do_sample=False,
-                                                    max_new_tokens=r.eval_tokens, batch_size=r.eval_batch)}
-    static = sum(b for _, b, _ in p["generation"]["parts"][:4])  # weights, LoRA, optimizer state
-    phases = {}
-    for ph, fn in runs.items():
-        m = _phase(device, fn)
-        pred = p[ph]["peak"] - (0 if cuda else static)
-        phases[ph] = {**m, "predicted": pred, "ratio": m["allocated"] / pred}
-    ok = all(abs(x["ratio"] - 1) <= TOLERANCE for x in phases.values())
-    return {"check": "step", "preset": pc.preset, "model": r.model, "cap_gib": pc.gpu_gb, "prompts": r.prompts,
-            "n": r.n, "m": r.m, "eval_batch": r.eval_batch, "phases": phases,
-            "verdict": ("PASS" if ok else "FAIL") if cuda else "not judged on a CPU"}
 
 
 def mean_row_logprobs(model, batch) -> torch.Tensor:
@@ -161,7 +100,7 @@ def greedy_equal(cc: CheckConfig, device: str) -> dict:
     model, tok, _, _ = _twin_and_batch(cc, device, "auto")
     with torch.no_grad():
         base_model_of(model).get_decoder().norm.weight.mul_(30.0)
-    prompt = _prompts(1, 48, 1)
+    prompt = twin_prompts(1, 48, 1)
     a, b = (gen(model, tok, prompt, 1, max_new_tokens=32, do_sample=False).completion_ids[0] for gen in (plain, fast))
     same = a.shape == b.shape and bool((a == b).all())
     diff = (a[:min(len(a), len(b))] != b[:min(len(a), len(b))]).nonzero()
@@ -170,7 +109,7 @@ def greedy_equal(cc: CheckConfig, device: str) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = Parser(prog=PROG, description="One decisive GPU check, as a JSON verdict.")
+    parser = Parser(prog=PROG, description="One GPU check, as a JSON verdict.")
     add_dataclass_args(parser, CheckConfig)
     try:
         cc = CheckConfig(**overrides(parser.parse_args(argv), CheckConfig))
@@ -184,8 +123,6 @@ def main(argv=None) -> int:
     if cc.check == "learn":
         model, _, opt, batch = _twin_and_batch(cc, device, "auto")
         res = learning_direction(model, opt, batch)
-    elif cc.check == "step":
-        res = capped_step(PlanConfig(preset=cc.preset, gpu_gb=cc.cap_gib, prompts_per_step=cc.prompts_per_step), device)
     else:
         res = {"fp16": fp16_update, "greedy": greedy_equal}[cc.check](cc, device)
     res["device"] = torch.cuda.get_device_name(cuda_device(device)) if device.startswith("cuda") else "cpu"
