@@ -14,13 +14,12 @@ minipods.checkpoint; no torch, no figures here.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
-from minipods.analysis.summary import Point
+from minipods.analysis.stats import mean_interval
+from minipods.analysis.summary import BASELINE, Point  # noqa: F401 (BASELINE: read here by plots and compare)
 from minipods.checkpoint import eval_path, eval_steps, read_log
 
-BASELINE = "grpo"  # the arm whose plateau defines the target (paper: vanilla GRPO)
 COMPARISON_FILE = "comparison.json"  # written by minipods.compare: arm order, baseline, seeds, sweep
 
 
@@ -71,11 +70,6 @@ def read_study(seed_dirs: dict[int, dict[str, Path]]) -> dict[int, dict[str, lis
     return {s: {a: p for a, p in arms.items() if p} for s, arms in study.items()}
 
 
-def _mean(xs) -> float | None:
-    xs = [float(x) for x in xs if x is not None and math.isfinite(float(x))]
-    return sum(xs) / len(xs) if xs else None
-
-
 def summarize(runs: dict[str, list[dict]]) -> list[dict]:
     """Per arm (in the order of `runs`), from its metrics rows: steps, train_s, peak and final
     accuracy, mean seconds per step / rollout / update, zero_std_frac (silent groups), mean rewards
@@ -87,7 +81,7 @@ def summarize(runs: dict[str, list[dict]]) -> list[dict]:
         out.append({"arm": name, "steps": max((int(r["step"]) for r in tr), default=0),
                     "train_s": max((float(r["elapsed_s"]) for r in tr), default=0.0),
                     "peak_accuracy": max(accs, default=None), "final_accuracy": accs[-1] if accs else None,
-                    **{k: _mean(r.get(c) for r in tr) for k, c in (
+                    **{k: mean_interval([r.get(c) for r in tr])["mean"] for k, c in (
                         ("mean_step_s", "step_s"), ("mean_rollout_s", "rollout_s"), ("mean_update_s", "update_s"),
                         ("zero_std_frac", "zero_std_frac"), ("mean_reward", "reward_mean"),
                         ("mean_kept_reward", "kept_reward_mean"))},

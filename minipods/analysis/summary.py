@@ -183,6 +183,11 @@ def _ci(lo: float, hi: float) -> str:
     return f"[{_pts(lo)}, {_pts(hi)}]"
 
 
+def _seed_cell(v: dict, unit: str = "") -> str:
+    """One seed's difference in points [its paired CI, where the questions were kept]."""
+    return _pts(v["diff"]) + unit + (f" {_ci(*v['paired']['ci95'])}" if v["paired"] else "")
+
+
 def _cell(d: dict | None, unit: str = "") -> str:
     """A difference in points: the seed-level mean [CI] (one seed: its diff [paired CI])."""
     if not d or not d["per_seed"]:
@@ -190,8 +195,7 @@ def _cell(d: dict | None, unit: str = "") -> str:
     m = d["seeds"]
     if m["k"] > 1:
         return f"{_pts(m['mean'])}{unit} {_ci(m['lo'], m['hi'])}"
-    v = next(iter(d["per_seed"].values()))
-    return _pts(v["diff"]) + unit + (f" {_ci(*v['paired']['ci95'])}" if v["paired"] else "")
+    return _seed_cell(next(iter(d["per_seed"].values())), unit)
 
 
 def format_difference(d: dict, per_seed: bool = True) -> str:
@@ -208,8 +212,7 @@ def format_difference(d: dict, per_seed: bool = True) -> str:
     line = _cell(d, " points") + f" over {m['k']} seeds (t 95% CI" + \
         (f"; sign-flip p {fmt_p(m['p'])})" if m["p"] is not None else ")")
     if per_seed:
-        line += "; per seed " + ", ".join(_pts(v["diff"]) + (f" {_ci(*v['paired']['ci95'])}" if v["paired"] else "")
-                                          for v in ps.values())
+        line += "; per seed " + ", ".join(map(_seed_cell, ps.values()))
     if d["pooled"]:
         q = d["pooled"]
         line += f"; these seeds' {q['n']} questions pooled {_pts(q['diff'])} {_ci(*q['ci95'])}"
