@@ -1,14 +1,9 @@
-"""Reading run folders: metrics rows, configs, per-question evaluations, and a study of them.
+"""Reading run folders (written by minipods.train and minipods.checkpoint): metrics rows, configs,
+per-question evaluations, a study of them for minipods.analysis.summary (`read_study`), each arm's
+cost numbers (`summarize`: a study's points do not carry them) and the update re-pricing. No torch.
 
-    rows = read_rows("runs/compare/grpo")            # a run's metrics.jsonl rows
-    study = read_study({0: {"grpo": Path("runs/c/seed0/grpo"), ...}, ...})   # -> minipods.analysis.summary
+    study = read_study({0: {"grpo": Path("runs/c/seed0/grpo"), ...}, ...})   # seed -> arm -> Points
     runs, out, meta = find_runs(["runs/compare"])    # arm -> folder, where files go, comparison.json
-
-`read_study` is the run-folder reader of minipods.analysis.summary (a study: seed -> arm -> its
-evaluations as `Point`s, with the 0/1 per question of each evaluation file); `summarize` gives each
-arm's cost numbers from its metrics (seconds per step and phase, silent groups, memory), which a
-study's points do not carry. The files themselves are written by minipods.train and
-minipods.checkpoint; no torch, no figures here.
 """
 
 from __future__ import annotations
@@ -135,10 +130,6 @@ def repriced_study(study: dict, rows: dict, configs: dict[str, dict]) -> tuple[s
     return to, out
 
 
-def is_run_dir(p: Path) -> bool:
-    return (p / "metrics.jsonl").is_file()
-
-
 def find_runs(paths: list[str | Path]) -> tuple[dict[str, Path], Path, dict]:
     """Arm name -> run folder, the folder its files belong in, and comparison.json (or {}).
 
@@ -151,10 +142,10 @@ def find_runs(paths: list[str | Path]) -> tuple[dict[str, Path], Path, dict]:
         p = Path(raw)
         if not p.is_dir():
             raise FileNotFoundError(f"{p}: not a folder")
-        if is_run_dir(p):
+        if (p / "metrics.jsonl").is_file():
             runs[p.name if p.name not in runs else f"{p.parent.name}/{p.name}"] = p
             continue
-        sub = sorted(d for d in p.iterdir() if d.is_dir() and is_run_dir(d))
+        sub = sorted(d for d in p.iterdir() if (d / "metrics.jsonl").is_file())
         if not sub:
             raise FileNotFoundError(f"{p}: neither a run folder (metrics.jsonl) nor a folder of run folders")
         if (p / COMPARISON_FILE).is_file():
