@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from minipods.downsample import RULES, downsample
 from minipods.grpo import group_advantages, grpo_loss, token_logprobs
@@ -99,11 +100,7 @@ def gradient_pool(model, ro: Rollouts, rewards, temperature: float = 1.0, chunk_
     r = np.asarray(torch.as_tensor(rewards, dtype=torch.float64)).reshape(P, n)
     tokens = ro.completion_mask.sum(1).numpy().reshape(P, n)
     gram = np.zeros((P, n, n))
-    groups = range(P)
-    if progress:
-        from tqdm.auto import tqdm
-        groups = tqdm(groups, desc="per-rollout gradients", leave=False)
-    for g in groups:
+    for g in tqdm(range(P), desc="per-rollout gradients", leave=False, disable=not progress):
         U = rollout_gradients(model, ro, range(g * n, (g + 1) * n), temperature, chunk_tokens).double()  # (n, D)
         gram[g] = (U @ U.T).numpy()
     return GradientPool(gram, tokens, r)
