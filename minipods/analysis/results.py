@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from minipods.analysis.stats import mean_interval
-from minipods.analysis.summary import BASELINE, Point  # noqa: F401 (BASELINE: read here by plots and compare)
+from minipods.analysis.summary import BASELINE, Point
 from minipods.checkpoint import eval_path, eval_steps, read_log
 
 COMPARISON_FILE = "comparison.json"  # written by minipods.compare: arm order, baseline, seeds, sweep
