@@ -7,11 +7,8 @@ while the update is memory- and time-bound in the number of rollouts it trains o
 
     python -m minipods.compare --small --output-dir runs/cmp              # the laptop design (= --preset laptop), one seed
     python -m minipods.compare --preset laptop --seeds 0,1,2,3,4,5,6,7,8,9   # the planned study (docs/results.md)
-    python -m minipods.compare --preset small --seeds 0,1,2,3,4           # the earlier 4-prompt, n/m = 2 study
-    python -m minipods.compare --preset paper ...                         # the authors' arms (6 h each)
-    python -m minipods.compare --small --arms grpo,pods_max_variance,pods_random,pods_max_reward
     python -m minipods.compare --small --sweep n=4,8,16                   # PODS for several n, m fixed
-    python -m minipods.compare --small --seeds 0,1,2                      # every arm once per seed
+(more in docs/training.md, "Evaluation and the PODS-vs-GRPO comparison")
 
 Each arm is a normal `minipods.train` run in OUTPUT_DIR/ARM (metrics.jsonl, config.json, adapter/,
 checkpoint/), started from a freshly loaded model (arms never share trained weights), with the same
@@ -19,8 +16,9 @@ seed, so the same questions in the same order. A finished arm gets a DONE marker
 the command is run again; an interrupted one resumes from its checkpoint. The figures and
 summary.md/summary.csv (see minipods.analysis.plots) are written to OUTPUT_DIR and can be redrawn with
 `python -m minipods.plots OUTPUT_DIR`. With `--seeds 0,1,2` each seed is such a comparison in
-OUTPUT_DIR/seed{s}/ (its arms share that seed's questions and order), and OUTPUT_DIR gets the summary
-across seeds (mean and 95% interval; paired difference of pods_max_variance against each arm).
+OUTPUT_DIR/seed{s}/ (its arms share that seed's questions and order), and OUTPUT_DIR gets the study's
+summary with the seed as the unit (minipods.analysis.summary: per-seed differences, then their mean with
+a t-interval and the sign-flip p; time to target with censored seeds kept).
 """
 
 from __future__ import annotations
@@ -99,14 +97,13 @@ def default_arms(preset: str | None) -> tuple[str, ...]:
     return PRESET_ARMS.get(preset, DEFAULT_ARMS)
 
 
-def _shared_overrides(preset: str | None, overrides: dict) -> dict:
+def _shared_overrides(preset: str | None, base: dict, overrides: dict) -> dict:
     """The settings shared by every arm: explicit overrides, plus comparison defaults for the step
     limit (a --budget-s alone lifts max_steps) and evaluation (a few points, so there is a curve)."""
     ov = {k: v for k, v in overrides.items() if v is not None}
     for k in _PER_ARM:
         if k in ov:
             raise ValueError(f"{k} is set per arm by minipods.compare, not as an override")
-    base = dict(PRESETS[preset]) if preset else {}
     if ov.get("budget_s") and "max_steps" not in ov:
         ov["max_steps"] = UNBOUNDED_STEPS
     if "eval_every" not in ov and not ov.get("eval_every_s", base.get("eval_every_s")):  # no time grid given
@@ -125,7 +122,8 @@ def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "
     (max_variance) with the swept n (or m) and the other one shared."""
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
-    ov = _shared_overrides(preset, overrides)
+    base = PRESETS[preset] if preset else {}
+    ov = _shared_overrides(preset, base, overrides)
     out = Path(output_dir)
     names = parse_arms(arms if arms is not None else default_arms(preset))
     cfgs: dict[str, TrainConfig] = {}
@@ -136,7 +134,7 @@ def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "
         except ValueError as e:
             raise ValueError(f"arm {name}: {e}") from None
 
-    pods_n = ov.get("n", (PRESETS[preset] if preset else {}).get("n", TrainConfig.n))
+    pods_n = ov.get("n", base.get("n", TrainConfig.n))
     for name in names:
         arm_ov = dict(ov)
         if name == "grpo_same_n":
@@ -203,12 +201,10 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
     """
     if isinstance(sweep, str):
         sweep = parse_sweep(sweep)
-    if arms is None:
-        arms = default_arms(preset)
     seeds = parse_seeds(seeds) if seeds is not None else None
     out = Path(output_dir)
     per_seed = seed_configs(arms, preset, out, sweep, seeds, overrides)
-    # refuse before any work if a saved arm was run with other settings
+    # refuse before any work if a saved arm was run with other settings, or the model is not there
     for cfgs in per_seed.values():
         for name, cfg in cfgs.items():
             saved = results.read_config(cfg.output_dir)
@@ -216,6 +212,9 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
             if diff:
                 raise ValueError(f"{cfg.output_dir} holds a run with different settings ({', '.join(diff)}); "
                                  "use another --output-dir (or delete that arm's folder)")
+    model = next(iter(next(iter(per_seed.values())).values())).model
+    if model_factory is None and model != DEFAULT_MODEL:  # each arm loads it; a missing path fails here
+        resolve_model(model)
     prepare_output_dir(out)
     with RunLock(out):  # one comparison process per folder (each arm also locks its own folder)
         if seeds is None:
@@ -304,14 +303,9 @@ def main(argv=None) -> int:
             raise ValueError(f"--small conflicts with --preset {args.preset}")
         preset = args.preset or (SMALL_PRESET if args.small else None)
         shared = cli.overrides(args, TrainConfig, skip=_PER_ARM)
-        sweep = parse_sweep(args.sweep) if args.sweep else None
-        arms = parse_arms(args.arms) if args.arms is not None else ([] if sweep else list(default_arms(preset)))
-        seeds = parse_seeds(args.seeds) if args.seeds is not None else None
-        cfgs = next(iter(seed_configs(arms, preset, Path(args.output_dir), sweep, seeds, shared).values()))
-        model = next(iter(cfgs.values())).model  # (all of it validated above, before any work)
-        if model != DEFAULT_MODEL:
-            resolve_model(model)  # a missing path fails here, before any work
-        out = run_comparison(args.output_dir, arms, preset, sweep, seeds=seeds, **shared)
+        arms = args.arms if args.arms is not None else ([] if args.sweep else None)  # --sweep alone: no arms
+        # run_comparison validates every setting before any work
+        out = run_comparison(args.output_dir, arms, preset, args.sweep or None, seeds=args.seeds, **shared)
     except KeyboardInterrupt:
         print(f"\n{prog}: interrupted; run the same command again to resume the unfinished arm(s).",
               file=sys.stderr)

@@ -17,12 +17,10 @@ cosine to the full pool is  c_S^T K c_full / sqrt(c_S^T K c_S * c_full^T K c_ful
 random draws cost no further backward passes. `subset_gradient` computes the same gradient directly
 through grpo_loss (the tests check that both agree).
 
-Silent groups (Section 3, zero-variance groups): a group whose rewards are all equal has all
-advantages 0 and gives no gradient. With binary rewards and pass rate p, a group of n independent
-samples is silent with probability p^n + (1-p)^n; `observed_silent_fraction` counts, exactly, the
-fraction of size-n subgroups of each prompt's pool that are all equal. Max-variance keeps a subset
-with unequal rewards whenever the n generated have any (m >= 2), so PODS (n -> m) is silent only as
-often as a group of n, not of m: the extra rollouts rescue prompts that n = m leaves silent.
+Silent groups (Section 3, zero-variance groups): a group whose rewards are all equal gives no gradient
+(`predicted_silent_fraction`, `observed_silent_fraction`). Max-variance keeps a subset with unequal
+rewards whenever the n generated have any (m >= 2), so PODS (n -> m) is silent only as often as a group
+of n, not of m: the extra rollouts rescue prompts that n = m leaves silent.
 """
 
 from __future__ import annotations
@@ -32,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from minipods.downsample import RULES, downsample
 from minipods.grpo import group_advantages, grpo_loss, token_logprobs
@@ -75,10 +74,8 @@ def subset_gradient(model, ro: Rollouts, rewards, idx, temperature: float = 1.0,
 def rollout_gradients(model, ro: Rollouts, rows, temperature: float = 1.0, chunk_tokens: int = 512) -> torch.Tensor:
     """(len(rows), D) u_i: the gradient of grpo_loss on row i alone with advantage 1 and num_tokens 1
     (= -grad of the row's summed log-probs). One backward pass per row."""
-    out = []
-    for i in rows:
-        out.append(_flat_grad(model, ro.select([int(i)]), torch.ones(1), 1.0, temperature, chunk_tokens))
-    return torch.stack(out)
+    return torch.stack([_flat_grad(model, ro.select([int(i)]), torch.ones(1), 1.0, temperature, chunk_tokens)
+                        for i in rows])
 
 
 # ---------------------------------------------------------------- the pool and its Gram matrices
@@ -103,11 +100,7 @@ def gradient_pool(model, ro: Rollouts, rewards, temperature: float = 1.0, chunk_
     r = np.asarray(torch.as_tensor(rewards, dtype=torch.float64)).reshape(P, n)
     tokens = ro.completion_mask.sum(1).numpy().reshape(P, n)
     gram = np.zeros((P, n, n))
-    groups = range(P)
-    if progress:
-        from tqdm.auto import tqdm
-        groups = tqdm(groups, desc="per-rollout gradients", leave=False)
-    for g in groups:
+    for g in tqdm(range(P), desc="per-rollout gradients", leave=False, disable=not progress):
         U = rollout_gradients(model, ro, range(g * n, (g + 1) * n), temperature, chunk_tokens).double()  # (n, D)
         gram[g] = (U @ U.T).numpy()
     return GradientPool(gram, tokens, r)

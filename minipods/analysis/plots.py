@@ -5,15 +5,10 @@
     python -m minipods.plots runs/compare/grpo               # one run: its files go into that folder
     python -m minipods.plots runs/grpo runs/pods --out figs  # several runs: --out says where
 
-Writes into the comparison folder (or the run folder, or --out):
-  accuracy_vs_time.png    test accuracy against training seconds per arm (the paper's headline
-                          figure): one seed with its 95% Wilson band, several thin with their mean bold;
-  reward_vs_step.png, time_breakdown.png  (one seed) reward per step of all n and the kept m; mean
-                          seconds per step in rollouts and update, and peak memory;
-  sweep_accuracy_vs_n.png accuracy at a fixed time against n (a `compare --sweep` folder);
-  summary.md, summary.csv minipods.analysis.summary of the study: seed-level differences first,
-                          time to target with censored seeds kept, costs per arm.
-Nothing here needs torch or a model; the numbers come from minipods.analysis.summary.
+Writes into the comparison folder (or the run folder, or --out) accuracy_vs_time.png (the paper's
+headline figure), with one seed also reward_vs_step.png, time_breakdown.png and, for a `compare --sweep`
+folder, sweep_accuracy_vs_n.png (each figure's function says what it draws), and summary.md/summary.csv
+(minipods.analysis.summary). Nothing here needs torch or a model.
 """
 
 from __future__ import annotations

@@ -1,26 +1,20 @@
-"""Reading run folders: metrics rows, configs, per-question evaluations, and a study of them.
+"""Reading run folders (written by minipods.train and minipods.checkpoint): metrics rows, configs,
+per-question evaluations, a study of them for minipods.analysis.summary (`read_study`), each arm's
+cost numbers (`summarize`: a study's points do not carry them) and the update re-pricing. No torch.
 
-    rows = read_rows("runs/compare/grpo")            # a run's metrics.jsonl rows
-    study = read_study({0: {"grpo": Path("runs/c/seed0/grpo"), ...}, ...})   # -> minipods.analysis.summary
+    study = read_study({0: {"grpo": Path("runs/c/seed0/grpo"), ...}, ...})   # seed -> arm -> Points
     runs, out, meta = find_runs(["runs/compare"])    # arm -> folder, where files go, comparison.json
-
-`read_study` is the run-folder reader of minipods.analysis.summary (a study: seed -> arm -> its
-evaluations as `Point`s, with the 0/1 per question of each evaluation file); `summarize` gives each
-arm's cost numbers from its metrics (seconds per step and phase, silent groups, memory), which a
-study's points do not carry. The files themselves are written by minipods.train and
-minipods.checkpoint; no torch, no figures here.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
-from minipods.analysis.summary import Point
+from minipods.analysis.stats import mean_interval
+from minipods.analysis.summary import BASELINE, Point
 from minipods.checkpoint import eval_path, eval_steps, read_log
 
-BASELINE = "grpo"  # the arm whose plateau defines the target (paper: vanilla GRPO)
 COMPARISON_FILE = "comparison.json"  # written by minipods.compare: arm order, baseline, seeds, sweep
 
 
@@ -71,11 +65,6 @@ def read_study(seed_dirs: dict[int, dict[str, Path]]) -> dict[int, dict[str, lis
     return {s: {a: p for a, p in arms.items() if p} for s, arms in study.items()}
 
 
-def _mean(xs) -> float | None:
-    xs = [float(x) for x in xs if x is not None and math.isfinite(float(x))]
-    return sum(xs) / len(xs) if xs else None
-
-
 def summarize(runs: dict[str, list[dict]]) -> list[dict]:
     """Per arm (in the order of `runs`), from its metrics rows: steps, train_s, peak and final
     accuracy, mean seconds per step / rollout / update, zero_std_frac (silent groups), mean rewards
@@ -87,7 +76,7 @@ def summarize(runs: dict[str, list[dict]]) -> list[dict]:
         out.append({"arm": name, "steps": max((int(r["step"]) for r in tr), default=0),
                     "train_s": max((float(r["elapsed_s"]) for r in tr), default=0.0),
                     "peak_accuracy": max(accs, default=None), "final_accuracy": accs[-1] if accs else None,
-                    **{k: _mean(r.get(c) for r in tr) for k, c in (
+                    **{k: mean_interval([r.get(c) for r in tr])["mean"] for k, c in (
                         ("mean_step_s", "step_s"), ("mean_rollout_s", "rollout_s"), ("mean_update_s", "update_s"),
                         ("zero_std_frac", "zero_std_frac"), ("mean_reward", "reward_mean"),
                         ("mean_kept_reward", "kept_reward_mean"))},
@@ -141,10 +130,6 @@ def repriced_study(study: dict, rows: dict, configs: dict[str, dict]) -> tuple[s
     return to, out
 
 
-def is_run_dir(p: Path) -> bool:
-    return (p / "metrics.jsonl").is_file()
-
-
 def find_runs(paths: list[str | Path]) -> tuple[dict[str, Path], Path, dict]:
     """Arm name -> run folder, the folder its files belong in, and comparison.json (or {}).
 
@@ -157,10 +142,10 @@ def find_runs(paths: list[str | Path]) -> tuple[dict[str, Path], Path, dict]:
         p = Path(raw)
         if not p.is_dir():
             raise FileNotFoundError(f"{p}: not a folder")
-        if is_run_dir(p):
+        if (p / "metrics.jsonl").is_file():
             runs[p.name if p.name not in runs else f"{p.parent.name}/{p.name}"] = p
             continue
-        sub = sorted(d for d in p.iterdir() if d.is_dir() and is_run_dir(d))
+        sub = sorted(d for d in p.iterdir() if (d / "metrics.jsonl").is_file())
         if not sub:
             raise FileNotFoundError(f"{p}: neither a run folder (metrics.jsonl) nor a folder of run folders")
         if (p / COMPARISON_FILE).is_file():

@@ -2,13 +2,8 @@
 
 What varies most between two arms of this study is the training run, not the question, so a
 statement about arms rests on one number per seed (a difference of accuracies, a log ratio of
-times) and these intervals over seeds:
-  * `mean_interval(xs)`: mean and Student-t 95% interval of per-seed numbers;
-  * `sign_flip_p(xs)`: the exact two-sided sign-flip permutation p-value of "mean 0" (every one of
-    the 2^k sign patterns; for k <= MAX_EXACT seeds), which needs no normality;
-  * `ratio_interval(ratios)`: geometric mean of per-seed ratios with a t-interval on their logs.
-The one-evaluation intervals (Wilson; Newcombe's paired interval and McNemar's test of two
-evaluations on the same questions) live in minipods.evaluate, the core, and are re-exported here.
+times) and these intervals over seeds. The one-evaluation intervals (Wilson; Newcombe's paired
+interval and McNemar's test) live in minipods.evaluate, the core, and are re-exported here.
 Pure Python (math, itertools): no torch, no scipy.
 """
 

@@ -6,29 +6,20 @@ the unit. One seed is the one-seed case of many.
     s = summarize_study(study, baseline="grpo", focus="pods")
     print("\\n".join(summary_lines(s)))
 
-A study is `dict[seed, dict[arm, list[Point]]]` (each list non-empty, in time order), a Point one
-evaluation: training time (seconds, or any unit shared by all arms: `unit=` in the files), step,
-accuracy, questions and, optionally, the 0/1 per question index (then each seed also gets its
-within-seed paired interval, and the pooled one exists, labelled as about these seeds' questions).
-Run folders are one reader into it (minipods.analysis.results.read_study); any source of per-run
-evaluations is another. Entry points:
-  * `difference(study, a, b, pick)`: b minus a per seed, then the across-seed mean with a t-interval
-    and the exact sign-flip p (the headline), then the pooled question-level interval;
-  * `time_to_target(study, baseline)`: per seed and arm, seconds and steps to the target, never-
-    reached seeds kept as censored; the speed-up as a geometric mean over seeds;
-  * `summarize_study` (all of it for every arm), `format_difference` (the one paired line),
-    `summary_lines` and `write_summary` (summary.md, summary.csv).
-The rules, each written once here:
+A study is `dict[seed, dict[arm, list[Point]]]` (each list non-empty, in time order); run folders are one
+reader into it (minipods.analysis.results.read_study), the paper's released runs another
+(minipods.analysis.paper_runs). Entry points: `difference` (b minus a per seed, then across seeds),
+`time_to_target`, `summarize_study` (all of it for every arm), `format_difference` (the one paired
+line), `summary_lines` and `write_summary` (summary.md, summary.csv). docs/training.md states the rules
+for users; each is written once here:
   * target: the baseline's plateau, the mean of its last PLATEAU_K evaluations in that seed (not its
-    best one: a maximum of noisy evaluations is biased up and is met by the baseline by
-    construction), or an accuracy declared before the study (`target=`);
-  * tolerance: an arm reaches it at its first evaluation within one standard error of one
-    evaluation, sqrt(t (1 - t) / questions), below it;
-  * no target: a seed whose baseline meets its target at its step-0 evaluation (the untrained model
-    is already there) cannot say which arm is sooner and is counted apart;
+    best: a maximum of noisy evaluations is biased up and met by the baseline by construction), or an
+    accuracy declared before the study (`target=`); an arm reaches it at its first evaluation within
+    one evaluation's standard error, sqrt(t (1 - t) / questions), below it;
+  * no target: a seed whose baseline meets its target at step 0 cannot say which arm is sooner;
   * censoring: a seed where an arm never reaches the target stays in: its time counts as the run's
     end in the restricted mean, and its speed-up enters at its bound, baseline time / the arm's
-    whole run (the most it could be), so with censored seeds the speed-up is an upper bound.
+    whole run, so with censored seeds the speed-up is an upper bound.
 """
 
 from __future__ import annotations
@@ -192,6 +183,11 @@ def _ci(lo: float, hi: float) -> str:
     return f"[{_pts(lo)}, {_pts(hi)}]"
 
 
+def _seed_cell(v: dict, unit: str = "") -> str:
+    """One seed's difference in points [its paired CI, where the questions were kept]."""
+    return _pts(v["diff"]) + unit + (f" {_ci(*v['paired']['ci95'])}" if v["paired"] else "")
+
+
 def _cell(d: dict | None, unit: str = "") -> str:
     """A difference in points: the seed-level mean [CI] (one seed: its diff [paired CI])."""
     if not d or not d["per_seed"]:
@@ -199,8 +195,7 @@ def _cell(d: dict | None, unit: str = "") -> str:
     m = d["seeds"]
     if m["k"] > 1:
         return f"{_pts(m['mean'])}{unit} {_ci(m['lo'], m['hi'])}"
-    v = next(iter(d["per_seed"].values()))
-    return _pts(v["diff"]) + unit + (f" {_ci(*v['paired']['ci95'])}" if v["paired"] else "")
+    return _seed_cell(next(iter(d["per_seed"].values())), unit)
 
 
 def format_difference(d: dict, per_seed: bool = True) -> str:
@@ -217,8 +212,7 @@ def format_difference(d: dict, per_seed: bool = True) -> str:
     line = _cell(d, " points") + f" over {m['k']} seeds (t 95% CI" + \
         (f"; sign-flip p {fmt_p(m['p'])})" if m["p"] is not None else ")")
     if per_seed:
-        line += "; per seed " + ", ".join(_pts(v["diff"]) + (f" {_ci(*v['paired']['ci95'])}" if v["paired"] else "")
-                                          for v in ps.values())
+        line += "; per seed " + ", ".join(map(_seed_cell, ps.values()))
     if d["pooled"]:
         q = d["pooled"]
         line += f"; these seeds' {q['n']} questions pooled {_pts(q['diff'])} {_ci(*q['ci95'])}"

@@ -1,47 +1,22 @@
 """PODS on TRL's GRPOTrainer: generate n rollouts per prompt, update on the m that `max_variance` keeps.
 
-Paper (Xu et al., "Not All Rollouts are Useful", TMLR 2026), Algorithm 1 and Section 3, on top of TRL 1.16:
-  * inference phase: TRL generates `num_generations` = n rollouts per prompt (transformers `generate`, or vLLM
-    in "colocate" / "server" mode) and scores them with the reward functions, exactly as stock GRPO does;
-  * down-sampling: per prompt, keep `pods_m` = m of the n rollouts with `minipods.downsample` (`max_variance`,
-    the paper's rule; `max_reward`, `random` are its baselines), applied to the reward the advantages are
-    computed from (`pods_rewards`). Rows that cannot teach anything are not candidates: unscorable rows (no
-    reward function scored them) and, with `mask_truncated_completions=True`, truncated rows (TRL masks all
-    their tokens out of the loss). They are kept only to fill a group with fewer than m other rows, and then
-    they are what they are in the loss: advantage 0, no tokens, no part in their group's mean and std;
-  * advantages are recomputed within each prompt's *kept* m rollouts (the paper's choice), from the same reward
-    the selection used (`kept_advantages`). `sum_then_normalize` (TRL's default): the reward is the weighted sum
-    of the reward functions and the advantage TRL's formula on the kept m, (r - mean) / (std + 1e-4), std
-    unbiased, `scale_rewards` honoured. With `scale_rewards="group"` this equals `minipods.grpo.group_advantages`
-    up to float rounding, except in a kept group whose rewards are all equal: group_advantages returns exact
-    zeros, TRL's formula returns (r - mean) / 1e-4, not 0 when the float32 mean is off by an ulp (eight rewards
-    of 0.1: -7.4e-5 each, as stock TRL gives). `normalize_then_sum`: the reward is TRL's, each function's reward
-    standardised within the prompt's n rollouts, weighted and summed; the advantage is that reward minus its
-    kept group's mean, divided by the std over all kept rows (TRL's last step). With m = n both equal stock TRL
-    (up to float rounding), except that masked truncated rows stay out of their group's mean and std;
-  * policy-update phase: the kept rows are the only rows TRL's loss, backward and optimizer step ever see
-    (per process: prompts x m). They keep the padded width TRL gave the process's generation batch (the longest
-    prompt and completion among all its n-rollout groups), so the update's memory and time scale with m rows of
-    that width. TRL's loss is unchanged.
+Paper (Xu et al., "Not All Rollouts are Useful", TMLR 2026), Algorithm 1, on top of TRL 1.16. docs/scale.md
+says what the user sees: the settings, the 8-GPU command of `python -m minipods.trl_pods` (GSM8K with minipods'
+prompts and rewards; every PODSGRPOConfig field is a flag; the adapter goes to OUTPUT_DIR/adapter), what differs
+from `python -m minipods.train`, which costs stay at n, and the two choices the paper does not make
+(`normalize_then_sum`, masked truncated rows).
 
 Where it hooks in: TRL's `_generate_and_score_completions` returns one dict for the process's generation batch;
 `_prepare_inputs` then shuffles it and splits it into `steps_per_generation` micro-batches. This class takes that
-dict, drops the rows PODS does not keep from every per-row tensor (ids, masks, old / reference / vLLM-sampling
-log-probs, importance-sampling ratios, tool mask), replaces `advantages` and `num_items_in_batch` (the token count
-that TRL's default `loss_type="dapo"` divides by), and hands it on. Rewards are gathered from all processes by TRL,
-so every process runs the same selection on the global batch and keeps its own slice. TRL's batch sizes keep
-their meaning: they count *generated* completions; each micro-batch trains on per_device_train_batch_size * m / n.
-
-Costs PODS cannot remove without rewriting TRL's method: TRL computes, for all n rollouts and before the rewards
-exist, the no-grad log-probs it needs for vLLM's importance-sampling correction (`use_vllm` with
-`vllm_importance_sampling_correction=True`, its default), for `beta > 0` (reference model), and when generation
-and optimizer steps are misaligned (`gradient_accumulation_steps % (steps_per_generation * num_iterations)`).
-Evaluation (`eval_strategy`) is stock GRPO on all `num_generations_eval` rollouts. Image inputs are refused.
-
-CLI, GSM8K with minipods' prompts and rewards on any number of GPUs (every PODSGRPOConfig field is a flag):
-    accelerate launch --num_processes 8 -m minipods.trl_pods --num_generations 64 --pods_m 16 ...
-The adapter goes to OUTPUT_DIR/adapter (`python -m minipods.evaluate --adapter OUTPUT_DIR`). README "Outgrowing one GPU"
-has a complete command and what differs from `python -m minipods.train`.
+dict, selects m rows per prompt on the reward the advantages are computed from (`pods_rewards`; rows no reward
+function scored, and masked truncated rows, are not candidates: they only fill a group with fewer than m others),
+drops the other rows from every per-row tensor (ids, masks, old / reference / vLLM-sampling log-probs,
+importance-sampling ratios, tool mask), replaces `advantages` (recomputed within the kept m, the paper's choice:
+`kept_advantages`) and `num_items_in_batch` (the token count TRL's default `loss_type="dapo"` divides by), and
+hands it on: TRL's loss, backward and optimizer step see only the kept rows. Rewards are gathered from all
+processes by TRL, so every process runs the same selection on the global batch and keeps its own slice. TRL's
+batch sizes keep their meaning: they count *generated* completions; each micro-batch trains on
+per_device_train_batch_size * m / n rows. Evaluation (`eval_strategy`) is stock GRPO. Image inputs are refused.
 """
 
 from __future__ import annotations
@@ -51,10 +26,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from datasets import Dataset
+from transformers import HfArgumentParser
 from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import nanstd
 
+from minipods.cli import Parser, fail
+from minipods.data import build_prompt, load_task
 from minipods.downsample import RULES, downsample
+from minipods.model import load_tokenizer, lora_config, resolve_model
+from minipods.rewards import correctness_reward, format_reward
 
 # Row-unaligned multimodal fields (e.g. pixel_values concatenates every image's patches): not down-sampled here.
 _IMAGE_KEYS = ("pixel_values", "image_grid_thw", "pixel_attention_mask", "image_sizes", "num_images")
@@ -62,46 +43,19 @@ _IMAGE_KEYS = ("pixel_values", "image_grid_thw", "pixel_attention_mask", "image_
 
 @dataclass
 class PODSGRPOConfig(GRPOConfig):
-    r"""
-    Configuration class for the [`PODSGRPOTrainer`]: every [`~trl.GRPOConfig`] parameter, plus PODS down-sampling.
+    """Every [`~trl.GRPOConfig`] parameter, plus PODS down-sampling (Xu et al., TMLR 2026): `pods_m` (the paper's
+    m; n is `num_generations`) and `pods_rule`, documented in their `help` (`python -m minipods.trl_pods --help`)."""
 
-    Parameters:
-        > Parameters that control PODS down-sampling (Xu et al., TMLR 2026)
-
-        pods_m (`int` or `None`, *optional*, defaults to `None`):
-            Number of the `num_generations` rollouts per prompt kept for the policy update (the paper's m; n is
-            `num_generations`). Must be in [2, num_generations]. `None` keeps all of them (stock GRPO). Batch sizes
-            still count generated rollouts, so each micro-batch trains on `per_device_train_batch_size * pods_m /
-            num_generations` rows, which must be a whole number.
-        pods_rule (`str`, *optional*, defaults to `"max_variance"`):
-            Down-sampling rule of `minipods.downsample`: `"max_variance"` (the paper's: the m rewards with the
-            largest variance), `"max_reward"` (the m best), or `"random"` (uniform; seeded by `seed` and the step).
-            The rule sees the reward the advantages are computed from: under `multi_objective_aggregation=
-            "normalize_then_sum"`, TRL's sum of per-function rewards standardised within the prompt's n rollouts.
-            Unscorable rows and, with `mask_truncated_completions=True`, truncated rows (no loss tokens) are not
-            candidates: kept only to fill a group with fewer than m other rows, with advantage 0 and outside their
-            group's mean and std (so with `pods_m = num_generations` they do not shift the baseline, unlike stock
-            TRL's, where they count with their reward).
-    """
-
-    pods_m: int | None = field(
-        default=None,
-        metadata={
-            "help": "Number of the `num_generations` rollouts per prompt kept for the policy update (PODS's m). Must "
-            "be in [2, num_generations]; `None` keeps all (stock GRPO). Batch sizes count generated rollouts, so each "
-            "micro-batch trains on per_device_train_batch_size * pods_m / num_generations rows."
-        },
-    )
-    pods_rule: str = field(
-        default="max_variance",
-        metadata={
-            "help": "PODS down-sampling rule: 'max_variance' (the paper's: keep the m rewards with the largest "
-            "variance), 'max_reward' (the m best) or 'random' (uniform, seeded by `seed` and the step). It sees the "
-            "reward the advantages use (normalize_then_sum: the sum of per-function rewards standardised within the "
-            "n). Unscorable rows and, with mask_truncated_completions, truncated rows are not candidates: kept only "
-            "to fill a group with fewer than m others, with advantage 0 and outside the group's mean and std."
-        },
-    )
+    pods_m: int | None = field(default=None, metadata={"help": (
+        "Number of the `num_generations` rollouts per prompt kept for the policy update (PODS's m). Must be in "
+        "[2, num_generations]; `None` keeps all (stock GRPO). Batch sizes count generated rollouts, so each "
+        "micro-batch trains on per_device_train_batch_size * pods_m / num_generations rows.")})
+    pods_rule: str = field(default="max_variance", metadata={"help": (
+        "PODS down-sampling rule: 'max_variance' (the paper's: keep the m rewards with the largest variance), "
+        "'max_reward' (the m best) or 'random' (uniform, seeded by `seed` and the step). It sees the reward the "
+        "advantages use (normalize_then_sum: the sum of per-function rewards standardised within the n). "
+        "Unscorable rows and, with mask_truncated_completions, truncated rows are not candidates: kept only to "
+        "fill a group with fewer than m others, with advantage 0 and outside the group's mean and std.")})
 
     def __post_init__(self):
         super().__post_init__()  # TRL derives steps_per_generation and generation_batch_size here
@@ -133,8 +87,7 @@ def pods_rewards(rewards_per_func: torch.Tensor, weights: torch.Tensor, n: int, 
 
     rewards_per_func: (N, K), N = prompts * n, each prompt's n rows contiguous, NaN where a function did not score
     a row. weights: (K,). `sum_then_normalize`: the weighted sum. `normalize_then_sum`: TRL's aggregate, each
-    function's reward standardised within the prompt's n rows (unbiased std, + 1e-4), then weighted and summed.
-    """
+    function's reward standardised within the prompt's n rows (unbiased std, + 1e-4), then weighted and summed."""
     unscorable = torch.isnan(rewards_per_func).all(1)
     if aggregation == "sum_then_normalize":
         r = (rewards_per_func * weights).nansum(1)
@@ -152,8 +105,7 @@ def select_rows(rewards: torch.Tensor, n: int, m: int, rule: str, generator) -> 
     """Global rows (each prompt's m in increasing order) that `rule` keeps from every group of n rewards.
 
     A NaN reward marks a row that cannot teach anything (unscorable, or truncated and masked): the rule chooses
-    among the other rows of its group; NaN rows fill, in order, the slots of a group with fewer than m others.
-    """
+    among the other rows of its group; NaN rows fill, in order, the slots of a group with fewer than m others."""
     r = rewards.double().cpu().numpy()
     kept = []
     for start in range(0, r.size, n):
@@ -170,8 +122,7 @@ def kept_advantages(rewards: torch.Tensor, m: int, scale_rewards: str, aggregati
     `sum_then_normalize`: TRL's formula on groups of m instead of n, (r - mean) / (std + 1e-4), std unbiased;
     `scale_rewards` "group" (per group std), "batch" (one std over all kept rows) or "none" (no division).
     `normalize_then_sum` (the per-function standardisation is already in the reward): minus the kept group's
-    mean, then TRL's last step, (a - mean) / (std + 1e-4) over all kept rows. NaN rewards get advantage 0.
-    """
+    mean, then TRL's last step, (a - mean) / (std + 1e-4) over all kept rows. NaN rewards get advantage 0."""
     g = rewards.view(-1, m)  # (P, m)
     adv = g - torch.nanmean(g, dim=1, keepdim=True)
     if aggregation == "sum_then_normalize":
@@ -187,13 +138,9 @@ def kept_advantages(rewards: torch.Tensor, m: int, scale_rewards: str, aggregati
 
 class PODSGRPOTrainer(GRPOTrainer):
     """TRL's [`~trl.GRPOTrainer`] with PODS down-sampling between scoring and the update (see the module docstring).
-
-    Logs, next to TRL's metrics over all n rollouts (`reward`, `reward_std`, `frac_reward_zero_std`):
-    `pods/kept_reward`, `pods/kept_reward_std` (weighted reward sum, TRL's `reward`, over the kept rows the update
-    learns from: kept unscorable or masked truncated rows left out) and `pods/frac_reward_zero_std_before` /
-    `_after` (fraction of prompts whose n, resp. kept m, rewards selected on are all equal among the rows that can
-    teach: no GRPO signal). The completions table (`log_completions`) shows NaN advantages for dropped rows.
-    """
+    Logs `pods/kept_reward`, `pods/kept_reward_std` (TRL's `reward` over the kept rows that can teach) and
+    `pods/frac_reward_zero_std_before` / `_after` (prompts whose n, resp. kept m, rewards are all equal) next to
+    TRL's metrics over all n; the completions table (`log_completions`) shows NaN advantages for dropped rows."""
 
     def __init__(self, model, reward_funcs=None, args: PODSGRPOConfig | None = None, **kwargs):
         if not isinstance(args, PODSGRPOConfig):
@@ -253,9 +200,7 @@ class PODSGRPOTrainer(GRPOTrainer):
 
     def _pods_log(self, raw: torch.Tensor, groups: torch.Tensor, rows: torch.Tensor, adv: torch.Tensor) -> None:
         """Metrics (TRL's are over all n rollouts) and the completions table's advantages (NaN: dropped rows).
-
-        raw: (N,) weighted reward sum, NaN for rows that cannot teach; groups: (P, n) the rewards selected on.
-        """
+        raw: (N,) weighted reward sum, NaN for rows that cannot teach; groups: (P, n) the rewards selected on."""
         m = self.args.pods_m
         # A NaN row counts as its group's mean: "all equal" means no GRPO signal among the rows that can teach.
         groups = torch.where(torch.isnan(groups), torch.nanmean(groups, 1, keepdim=True).nan_to_num(0.0), groups)
@@ -289,24 +234,14 @@ class ScriptArguments:
 
 # Two reward functions whose sum is minipods' total_reward; TRL logs each (rewards/correctness/mean, ...).
 def correctness(completions, gold, **kw):
-    from minipods.rewards import correctness_reward
     return [correctness_reward(c, g) for c, g in zip(completions, gold)]
 
 
 def format_tags(completions, **kw):
-    from minipods.rewards import format_reward
     return [format_reward(c) for c in completions]
 
 
 def main(argv=None) -> int:
-    from datasets import Dataset
-    from transformers import HfArgumentParser
-
-    from minipods.data import build_prompt, load_task
-    from minipods.model import load_tokenizer, lora_config, resolve_model
-
-    from minipods.cli import Parser, fail
-
     class ArgParser(HfArgumentParser):  # TRL's flags (--pods_m, --num_generations, ...), minipods' one-line errors
         error = Parser.error
 
