@@ -1,28 +1,15 @@
 """Run-folder bookkeeping: checkpoints, RNG states, the metrics log, one process per folder.
 
-Not part of the paper; it is what makes a long RL run safe to stop. Guarantees:
-  * `save_checkpoint` is atomic: files are written and fsynced in `checkpoint.tmp/`, then the
-    folder is swapped in with renames (the previous one survives as `checkpoint.old/` until the
-    new one is in place). A kill at any instant leaves at least one whole checkpoint (or none,
-    before the first save).
-  * `load_checkpoint` checks that a checkpoint is whole (state, optimizer+RNG, adapter all
-    readable) and falls back to the older one; if none is whole it raises `RunError` naming the
-    file and what to do.
-  * A run folder is data, never code: trainer.pt holds only tensors, numbers, strings, lists and
-    dicts (it loads with `torch.load(weights_only=True)`, after a scan that runs nothing), the
-    adapter is safetensors, state.json is JSON. A file that is not what it claims is refused
-    (`RunError`, one line) before anything is taken from it; `check_adapter` does it for
-    `evaluate --adapter`.
-  * A failed write (a full disk: any `OSError`) stops the run with one line (`stop_on_os_error`);
-    what was written before stays whole, so `--resume` continues exactly once space is freed.
-  * `append_row` writes one JSON line and fsyncs; `read_log` drops a torn *last* line (a kill
-    during the append: that step comes after the checkpoint and runs again) and refuses anything
-    else that is broken.
-  * `RunLock`: an flock on OUTPUT_DIR/.lock. A second process on the same folder gets a one-line
-    error naming the holder's pid; a killed process's lock is released by the kernel, so
-    kill-then-resume just works.
-  * `fault_point(name)`: a no-op hook placed between the steps of a save and of a training step, so
-    tests can inject a "kill" at any of them (`FAULT_HOOK`).
+Not part of the paper; it is what makes a long RL run safe to stop (docs/training.md, "Outputs";
+tests/test_faults.py kills a run at every `fault_point`):
+  * every write is atomic (temp file or folder, fsync, rename) or an fsynced append, so a kill at
+    any instant leaves at least one whole checkpoint; `load_checkpoint` falls back to the older one;
+  * a run folder is data, never code: trainer.pt holds only plain values (loaded with
+    weights_only=True after a scan that runs nothing), the adapter is safetensors, state.json is
+    JSON; anything else is refused with one line (`Refused`, `RunError`);
+  * a failed write (a full disk) stops the run with one line (`stop_on_os_error`) and --resume
+    continues exactly once space is freed; `read_log` drops only a torn *last* line;
+  * `RunLock`: an flock on OUTPUT_DIR/.lock, released by the kernel when a process dies.
 """
 
 from __future__ import annotations
@@ -39,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from minipods.cli import first_line
 
 CHECKPOINT, TMP, OLD = "checkpoint", "checkpoint.tmp", "checkpoint.old"
 LOCK_FILE = ".lock"
@@ -177,6 +166,14 @@ def read_log(path: Path, drop_torn_tail: bool = True) -> list[dict]:
     return rows
 
 
+def write_rows(path: Path, rows: list[dict]) -> Path:
+    """One JSON line per row, written atomically (a kill mid-write leaves the old file or none)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, "".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
 def eval_path(run_dir: str | Path, step: int) -> Path:
     return Path(run_dir) / EVAL_DIR / f"step_{step:05d}.jsonl"
 
@@ -231,13 +228,6 @@ def stop_on_os_error(out: Path):
                        "metrics rows are kept: free space (or fix the cause), then continue with --resume") from None
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
 def _save_adapter_files(model, folder: Path) -> None:
     from safetensors import SafetensorError
 
@@ -279,7 +269,7 @@ def save_checkpoint(out: Path, model, optimizer, state: dict) -> Path:
         fault_point("save:adapter")
         buf = io.BytesIO()  # torch.save to a file reports a full disk as a RuntimeError; open() as OSError
         torch.save({"optimizer": optimizer.state_dict(), "rng": rng_state()}, buf)
-        _write_bytes(tmp / "trainer.pt", buf.getvalue())
+        (tmp / "trainer.pt").write_bytes(buf.getvalue())  # fsynced with the other files below
         fault_point("save:trainer")
         (tmp / "state.json").write_text(json.dumps(state, indent=1))  # written last: marks the folder whole
         for f in [*tmp.rglob("*")]:
@@ -304,10 +294,6 @@ def save_checkpoint(out: Path, model, optimizer, state: dict) -> Path:
 
 class Refused(ValueError):
     """A file that is not what its name claims (`str` names it and says why)."""
-
-
-def _first_line(e: BaseException) -> str:
-    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
 def _read_state(path: Path) -> dict:
@@ -337,7 +323,7 @@ def load_trainer(path: Path) -> dict:
     try:
         trainer = torch.load(path, weights_only=True, map_location="cpu")
     except Exception as e:  # noqa: BLE001 - torn data
-        raise Refused(f"{path} is not a readable trainer state ({type(e).__name__}: {_first_line(e)})") from None
+        raise Refused(f"{path} is not a readable trainer state ({type(e).__name__}: {first_line(e)})") from None
     try:
         _check_trainer(trainer)
     except (TypeError, KeyError, ValueError, IndexError) as e:
@@ -376,7 +362,7 @@ def check_adapter(folder: Path) -> Path:
         with safe_open(str(weights), "pt") as f:  # checks the header and that the data fits the file
             f.keys()
     except Exception as e:  # noqa: BLE001 - SafetensorError, or a header that is not JSON
-        raise Refused(f"{weights} is not a safetensors file ({_first_line(e)}); "
+        raise Refused(f"{weights} is not a safetensors file ({first_line(e)}); "
                       "minipods loads adapter weights only from safetensors: save the adapter again") from None
     try:
         config = json.loads((folder / "adapter_config.json").read_text())
@@ -410,7 +396,7 @@ def load_checkpoint(out: Path) -> dict | None:
         except Refused as e:
             errors.append(str(e))
         except Exception as e:  # noqa: BLE001 - any unreadable part means "not whole"
-            errors.append(f"{ckpt}: {type(e).__name__}: {_first_line(e)}")
+            errors.append(f"{ckpt}: {type(e).__name__}: {first_line(e)}")
     if errors:
         raise RunError(f"no whole checkpoint in {out} ({'; '.join(errors)}); nothing was taken from it: delete the "
                        "named checkpoint folder(s) to restart from step 1 with --resume, or use another --output-dir")
