@@ -188,8 +188,8 @@ def eval_steps(run_dir: str | Path) -> list[int]:
 
 # ---------------------------------------------------------------- RNG
 def rng_state() -> dict:
-    """Every RNG's state as plain values (tensors, ints, floats, strings, lists): exact, and loadable
-    with `torch.load(weights_only=True)`, which refuses numpy arrays and Python objects."""
+    """Every RNG's state as plain values, exact and loadable with `torch.load(weights_only=True)`
+    (which refuses numpy arrays and Python objects)."""
     version, internal, gauss_next = random.getstate()
     kind, key, pos, has_gauss, cached = np.random.get_state(legacy=True)
     st = {"torch": torch.get_rng_state(),
@@ -218,8 +218,7 @@ ADAPTER_WEIGHTS = "adapter_model.safetensors"
 @contextlib.contextmanager
 def stop_on_os_error(out: Path):
     """An OSError inside the block (a full disk, a lost mount) becomes a one-line RunError naming the
-    folder and the error. Every write here is atomic or an fsynced append, so what came before it
-    (the last whole checkpoint, every complete metrics row) is still there for --resume."""
+    folder and the error; what was written before it is whole, for --resume."""
     try:
         yield
     except OSError as e:
@@ -255,7 +254,8 @@ def save_adapter(out: Path, model) -> Path:
 
 def save_checkpoint(out: Path, model, optimizer, state: dict) -> Path:
     """Write OUTPUT_DIR/checkpoint atomically: LoRA adapter, optimizer + RNG states, and state.json
-    (step, elapsed time, ...), built in checkpoint.tmp then swapped in by renames."""
+    (step, elapsed time, ...), built in checkpoint.tmp then swapped in by renames (the previous one
+    survives as checkpoint.old until the new one is in place)."""
     for p in model.parameters():
         if p.requires_grad and not torch.isfinite(p).all():
             raise RuntimeError("refusing to checkpoint non-finite adapter weights")
@@ -311,8 +311,8 @@ def _read_state(path: Path) -> dict:
 
 
 def load_trainer(path: Path) -> dict:
-    """trainer.pt as {optimizer, rng}, never running code from it: its pickle is scanned first (the scan
-    runs nothing), a file that names any class or function is refused, then it loads with weights_only=True."""
+    """trainer.pt as {optimizer, rng}, never running code from it: a pickle naming any class or
+    function is refused (the scan runs nothing), then it loads with weights_only=True."""
     try:
         names = set(torch.serialization.get_unsafe_globals_in_checkpoint(path))
     except Exception as e:  # noqa: BLE001 - not a torch.save zip file (a raw pickle, a torn or foreign file)
@@ -393,10 +393,8 @@ def load_checkpoint(out: Path) -> dict | None:
     for ckpt in found:
         try:
             return _load_whole(ckpt)
-        except Refused as e:
-            errors.append(str(e))
         except Exception as e:  # noqa: BLE001 - any unreadable part means "not whole"
-            errors.append(f"{ckpt}: {type(e).__name__}: {first_line(e)}")
+            errors.append(str(e) if isinstance(e, Refused) else f"{ckpt}: {type(e).__name__}: {first_line(e)}")
     if errors:
         raise RunError(f"no whole checkpoint in {out} ({'; '.join(errors)}); nothing was taken from it: delete the "
                        "named checkpoint folder(s) to restart from step 1 with --resume, or use another --output-dir")

@@ -24,7 +24,7 @@ from minipods.checkpoint import check_adapter, eval_path, eval_steps, read_log, 
 from minipods.cli import Parser, add_dataclass_args, check_choices, check_positive, fail, overrides, setting
 from minipods.data import DataNotFoundError, build_prompt, check_level, load_task
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
-from minipods.model import DEFAULT_MODEL, QUANTIZE, ModelNotFoundError, default_device, load_policy, resolve_model
+from minipods.model import DEFAULT_MODEL, QUANTIZE, ModelNotFoundError, load_policy, resolve_model
 from minipods.rewards import extract_answer, is_full_format, score_completions, strict_correct
 
 
@@ -242,8 +242,7 @@ def main(argv=None) -> int:
                                   level=cfg.synthetic_level)
         if not items:
             raise ValueError(f"no {cfg.split} questions in {source}")
-        device = default_device() if cfg.device == "auto" else cfg.device
-        model, tok = load_policy(model_name, quantize=cfg.quantize, dtype=cfg.dtype, device=device,
+        model, tok = load_policy(model_name, quantize=cfg.quantize, dtype=cfg.dtype, device=cfg.device,
                                  adapter=str(adapter) if adapter else None, lora=adapter is not None)
     except (ValueError, OSError, ModelNotFoundError, DataNotFoundError) as e:
         return fail(prog, e)  # OSError: also a hub id that cannot be fetched
@@ -255,16 +254,14 @@ def main(argv=None) -> int:
     if cfg.output:
         write_rows(cfg.output, [{"index": i, **row} for i, row in enumerate(res["rows"])])
     decoding = "greedy" if temperature == 0 else f"sampled at T={temperature:g}, {cfg.samples} sample(s) per question, averaged"
-    lo, hi = res["ci95"]
-    slo, shi = res["strict_ci95"]
-    n_right = sum(r["correct"] for r in res["rows"])
-    n_strict = sum(r["strict"] for r in res["rows"])
     print(f"model: {model_name}" + (f" + adapter {adapter}" if adapter else ""))
     print(f"data: {source} [{cfg.split}], {res['n']} questions; decoding: {decoding}; max_new_tokens={cfg.max_new_tokens}")
-    print(f"accuracy: {res['accuracy']:.4f} ({n_right:g}/{res['n']})  95% CI [{lo:.4f}, {hi:.4f}]  "
-          "(lenient: the last number counts, as the training reward grades)")
-    print(f"strict accuracy: {res['strict_accuracy']:.4f} ({n_strict:g}/{res['n']})  95% CI [{slo:.4f}, {shi:.4f}]  "
-          "(only an answer inside one well-formed <answer> block counts)")
+    for label, acc, ci, key, why in (
+            ("accuracy", "accuracy", "ci95", "correct", "lenient: the last number counts, as the training reward grades"),
+            ("strict accuracy", "strict_accuracy", "strict_ci95", "strict",
+             "only an answer inside one well-formed <answer> block counts")):
+        lo, hi = res[ci]
+        print(f"{label}: {res[acc]:.4f} ({sum(r[key] for r in res['rows']):g}/{res['n']})  95% CI [{lo:.4f}, {hi:.4f}]  ({why})")
     print(f"format rate: {res['format_rate']:.4f}  (completions with all four tags well placed)")
     print(f"time: {res['seconds']:.1f} s generation, {res['tokens']} tokens")
     if cfg.output:

@@ -188,7 +188,7 @@ def add_lora(model, r: int = 64, alpha: int = 64, dropout: float = 0.0, adapter:
 
 def load_policy(name_or_path: str = DEFAULT_MODEL, quantize: str | None = None, lora_r: int = 64,
                 lora_alpha: int = 64, lora_dropout: float = 0.0, dtype: str | None = "auto",
-                device: str | None = None, gradient_checkpointing: bool = False,
+                device: str | None = "auto", gradient_checkpointing: bool = False,
                 adapter: str | None = None, lora: bool = True):
     """(policy, tokenizer): a peft model with a trainable LoRA adapter (new, or `adapter`'s), or the
     bare model with lora=False. quantize "4bit": bitsandbytes NF4 + double quantisation."""
@@ -196,7 +196,7 @@ def load_policy(name_or_path: str = DEFAULT_MODEL, quantize: str | None = None, 
 
     quantize = check_quantize(quantize)
     quiet_known_warnings()
-    device = device or default_device()
+    device = default_device() if device in (None, "auto") else device
     path = resolve_model(name_or_path)
     torch_dtype = pick_dtype(dtype, device)
     kw: dict = dict(dtype=torch_dtype)

@@ -41,8 +41,7 @@ from minipods.evaluate import evaluate_to_file, format_change, learning_change
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.fast.update import fast_grpo_update
 from minipods.grpo import LOSS_TYPES, group_advantages, grpo_update, loss_scaler
-from minipods.model import (DEFAULT_MODEL, ModelNotFoundError, check_quantize, default_device, load_policy, peak_mb,
-                            resolve_model)
+from minipods.model import DEFAULT_MODEL, ModelNotFoundError, check_quantize, load_policy, peak_mb, resolve_model
 from minipods.presets import PRESETS
 from minipods.rewards import is_full_format, score_completions
 
@@ -294,8 +293,7 @@ def _setup(cfg: TrainConfig, model, tokenizer):
                                level=cfg.synthetic_level)[0]
     if model is None:
         model, tokenizer = load_policy(cfg.model, quantize=cfg.quantize, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
-                                       lora_dropout=cfg.lora_dropout, dtype=cfg.dtype,
-                                       device=default_device() if cfg.device == "auto" else cfg.device,
+                                       lora_dropout=cfg.lora_dropout, dtype=cfg.dtype, device=cfg.device,
                                        gradient_checkpointing=cfg.gradient_checkpointing)
     return items, eval_items, source, model, tokenizer, str(next(model.parameters()).device)
 
