@@ -124,9 +124,9 @@ def newcombe_paired(both: int, first_only: int, second_only: int, neither: int,
 
 
 def paired_difference(correct_a: list, correct_b: list, z: float = 1.96) -> dict:
-    """Accuracy of b minus accuracy of a on the same questions (0/1 per question, same order):
-    n, acc_a, acc_b, diff, ci95 (Newcombe), p (exact McNemar), a_only, b_only (discordant counts).
-    Paired: per-question difficulty cancels, so it is narrower than two Wilson intervals."""
+    """Accuracy of b minus accuracy of a on the same questions (0/1 per question, same order): n,
+    acc_a, acc_b, diff, ci95 (Newcombe), p (exact McNemar), a_only, b_only (discordant counts).
+    Paired, so per-question difficulty cancels: narrower than two Wilson intervals."""
     if len(correct_a) != len(correct_b):
         raise ValueError(f"paired_difference needs the same questions: {len(correct_a)} vs {len(correct_b)} results")
     if any(float(x) not in (0.0, 1.0) for x in list(correct_a) + list(correct_b)):
@@ -169,8 +169,7 @@ class EvalConfig:
     """Settings of `python -m minipods.evaluate` (each field is a flag)."""
     model: str | None = setting(None, "hub id, local HF folder, .gguf file or 'smollm2-135m-instruct' (None: the "
                                       "adapter's run model if --adapter is a run folder, else the offline default)")
-    adapter: str | None = setting(None, "saved LoRA adapter folder (or a run folder holding adapter/ or "
-                                        "checkpoint/adapter)")
+    adapter: str | None = setting(None, "saved LoRA adapter folder (or a run folder with adapter/ or checkpoint/adapter)")
     data: str = setting("gsm8k", "task: gsm8k | synthetic")
     data_dir: str | None = setting(None, "folder with GSM8K test.jsonl (else $MINIPODS_GSM8K_DIR, else the hub)")
     synthetic_level: int = setting(1, "synthetic task difficulty: 0, 1 or 2 (as in training)")
@@ -181,8 +180,7 @@ class EvalConfig:
                                               "protocol) with --samples > 1")
     max_new_tokens: int = setting(256, "completion length limit")
     max_prompt_tokens: int = setting(512, "prompts are left-truncated to this length")
-    batch_size: int = setting(32, "sequences per generate() call; questions are evaluated batch_size // samples at "
-                                  "a time, so this bounds evaluation's memory")
+    batch_size: int = setting(32, "sequences in flight (batch_size // samples questions at a time): bounds memory")
     seed: int = setting(0, "sampling seed (and the synthetic task's seed)")
     quantize: str = setting("none", "none | 4bit: load the base model in 4 bits")
     dtype: str = setting("auto", "auto | float32 | bfloat16 | float16: weights dtype")

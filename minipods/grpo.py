@@ -32,13 +32,10 @@ from minipods.rollouts import Rollouts, positions_from_mask
 
 # ---------------------------------------------------------------- advantages
 def group_advantages(rewards: torch.Tensor, group: torch.Tensor, eps: float = 1e-4) -> torch.Tensor:
-    """(B,) advantages: each reward standardised within its group (rows sharing `group`).
-
-    std is the unbiased sample std (as in the DeepSeekMath/TRL implementations); a group whose
-    rewards are all equal gets advantage exactly 0 (no signal), never NaN. "All equal" is decided
-    by max == min, not by std > 0: the float32 mean of sixteen 0.1s is off by one ulp, so their std
-    is ~1e-8 > 0 and (r - mean) / (std + eps) would hand the group a spurious -7e-5.
-    """
+    """(B,) advantages: each reward standardised within its group (rows sharing `group`), with the
+    unbiased std (as DeepSeekMath and TRL). A group of equal rewards gets exactly 0, decided by
+    max == min, not std > 0: the float32 mean of sixteen 0.1s is off by one ulp, so their std is
+    ~1e-8 and (r - mean) / (std + eps) would hand the group a spurious -7e-5."""
     rewards = rewards.float()
     adv = torch.zeros_like(rewards)
     for g in group.unique():
@@ -143,13 +140,9 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
               num_tokens: int | float, clip_eps: float = 0.2, beta: float = 0.0,
               ref_logp: torch.Tensor | None = None, loss_type: str = "dapo",
               num_rows: int | None = None) -> tuple[torch.Tensor, dict]:
-    """Clipped GRPO surrogate, reduced by `loss_type` (see `reduce_loss`).
-
-    logp, old_logp, ref_logp, mask: (B, C); advantages: (B,). Returns the weighted sum over masked
-    tokens of
-        -min(ratio*A, clip(ratio, 1-eps, 1+eps)*A) + beta * KL_k3
-    with `num_tokens` and `num_rows` (None: B) the token and row counts of the *whole* kept batch, so
-    that summing the losses of micro-batches gives exactly the full-batch loss and gradient.
+    """Clipped GRPO surrogate per token, -min(ratio*A, clip(ratio, 1-eps, 1+eps)*A) + beta * KL_k3,
+    reduced by `loss_type` over the *whole* kept batch's `num_tokens` / `num_rows` (None: B), so the
+    micro-batches' losses sum to the full batch's. logp, old_logp, ref_logp, mask: (B, C); advantages: (B,).
     """
     mask = mask.to(logp.dtype)
     adv = advantages.to(logp.device)[:, None]  # (B, 1)
@@ -180,11 +173,6 @@ def loss_scaler(model):
     if torch.float16 not in dtypes:
         return None
     return torch.amp.GradScaler(next(model.parameters()).device.type)
-
-
-def _micro_batches(batch: Rollouts, size: int):
-    for s in range(0, len(batch), size):
-        yield list(range(s, min(s + size, len(batch))))
 
 
 def _optimizer_step(optimizer, params, max_grad_norm, scaler, finite: bool) -> tuple[float, bool]:
@@ -220,8 +208,8 @@ def grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, mic
     """
     num_tokens, num_rows = num_tokens or max(int(batch.completion_mask.sum()), 1), num_rows or len(batch)
     params = [p for p in model.parameters() if p.requires_grad]
-    mbs = [batch.select(ix) for ix in _micro_batches(batch, micro_batch_size)]
-    advs = [advantages[ix] for ix in _micro_batches(batch, micro_batch_size)]
+    spans = [list(range(s, min(s + micro_batch_size, len(batch)))) for s in range(0, len(batch), micro_batch_size)]
+    mbs, advs = [batch.select(ix) for ix in spans], [advantages[ix] for ix in spans]
     logprob_fn = logprob_fn or rollout_logprobs
 
     def logp_of(mb):

@@ -33,13 +33,11 @@ QUANTIZE = ("none", "4bit")
 
 def quiet_known_warnings() -> None:
     """Silence three known, harmless messages of the libraries (called when a policy is loaded)."""
-    # bitsandbytes logs a warning at import on CPUs without its optional `kernels` package; the
-    # fallback it then uses is correct.
+    # bitsandbytes warns at import on CPUs without its optional `kernels` package; its fallback is correct.
     logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
     # peft still asks transformers 5 for the deprecated `is_gradient_checkpointing`.
     warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
-    # transformers 5.2x renamed gradient_checkpointing_* to activation_checkpointing_*; peft and older
-    # transformers only know the old names, which still work.
+    # transformers 5.2x renamed gradient_checkpointing_*; peft only knows the old names, which still work.
     warnings.filterwarnings("ignore", message="`gradient_checkpointing_(enable|disable)` is deprecated",
                             category=FutureWarning)
 
@@ -231,15 +229,10 @@ def gradient_checkpointing_on(model) -> bool:
 
 @contextlib.contextmanager
 def generation_mode(model):
-    """Put the policy in a state fit for sampling, and restore it afterwards.
-
-    * Normally: eval mode (no dropout).
-    * 4-bit bitsandbytes layers on CPU repack their weights into an inference-only layout the
-      first time they run in eval mode without grad; a later backward through them then fails
-      (or silently misbehaves). So 4-bit models stay in train mode: with lora_dropout=0 and the
-      models' attention dropout 0, train mode samples the same distribution.
-    * Gradient checkpointing disables the KV cache; switch it off while generating.
-    """
+    """Put the policy in a state fit for sampling (eval mode, gradient checkpointing off: it disables
+    the KV cache), and restore it afterwards. 4-bit models stay in train mode: bitsandbytes layers
+    on CPU repack their weights into an inference-only layout the first time they run in eval mode
+    without grad, and a later backward then fails; with dropout 0 train mode samples the same."""
     was_training = model.training
     base = base_model_of(model)
     gc = gradient_checkpointing_on(model)

@@ -61,8 +61,7 @@ class TrainConfig:
     lora_alpha: int = setting(64, "LoRA alpha (paper: 64)")
     lora_dropout: float = setting(0.0, "LoRA dropout")
     gradient_checkpointing: bool = setting(False, "recompute activations in backward (less memory, slower)")
-    fast: bool = setting(True, "the fast engine (minipods.fast: shared prefill, inverse-CDF sampler, folded "
-                               "inference copy, shared-prompt update without silent rows); --no-fast runs the plain reference")
+    fast: bool = setting(True, "the fast engine (minipods.fast: the same results, less work); --no-fast: the plain reference")
     # PODS
     method: str = setting("pods", "grpo (update on all n rollouts, m = n) | pods (generate n, update on m)")
     n: int = setting(16, "rollouts generated per prompt")
@@ -167,9 +166,9 @@ def step_items(items: list[dict], step: int, k: int, seed: int) -> list[dict]:
 
 
 def select_kept(rewards: torch.Tensor, n: int, m: int, rule: str, seed: int, step: int) -> list[int]:
-    """The flat row indices (into the P*n rollouts, group-major) of the m rollouts kept per prompt,
-    in increasing order: exactly the rows the update trains on. rewards: (P*n,)."""
-    gen = np.random.default_rng([seed, step, 7])  # the random rule is reproducible per step
+    """The flat row indices (ascending, into the P*n group-major rollouts) of the m kept per prompt:
+    the rows the update trains on. The random rule's generator is seeded per step (reproducible)."""
+    gen = np.random.default_rng([seed, step, 7])
     return select_groups(rewards, n, m, rule, generator=gen)
 
 
@@ -243,8 +242,8 @@ def _evaluate(model, tok, eval_items, cfg, out: Path, step: int) -> dict:
 
 
 def train(cfg: TrainConfig, model=None, tokenizer=None) -> Path:
-    """Run (or resume) training; returns the output folder. `model`/`tokenizer` may be passed in
-    (e.g. a tiny model in tests); otherwise `cfg.model` is loaded. One process per run folder."""
+    """Run (or resume) training in one process per run folder; returns it. `model`/`tokenizer`: a
+    policy to train (e.g. the tests' tiny model) instead of loading `cfg.model`."""
     out = ckpt_io.prepare_output_dir(Path(cfg.output_dir))
     with ckpt_io.stop_on_os_error(out), ckpt_io.RunLock(out):
         return _train_locked(cfg, out, model, tokenizer)
