@@ -229,7 +229,6 @@ def resolve_adapter(path: str) -> tuple[Path, dict | None]:
 
 
 def main(argv=None) -> int:
-    prog = "minipods.evaluate"
     try:
         cfg = EvalConfig(**overrides(build_parser().parse_args(argv), EvalConfig))
         adapter, run_cfg = resolve_adapter(cfg.adapter) if cfg.adapter else (None, None)
@@ -243,7 +242,7 @@ def main(argv=None) -> int:
         model, tok = load_policy(model_name, quantize=cfg.quantize, dtype=cfg.dtype, device=cfg.device,
                                  adapter=str(adapter) if adapter else None, lora=adapter is not None)
     except (ValueError, OSError, ModelNotFoundError, DataNotFoundError) as e:
-        return fail(prog, e)  # OSError: also a hub id that cannot be fetched
+        return fail("minipods.evaluate", e)  # OSError: also a hub id that cannot be fetched
     torch.manual_seed(cfg.seed)
     temperature = cfg.temperature
     res = evaluate_items(model, tok, items, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size,

@@ -298,19 +298,17 @@ def _setup(cfg: TrainConfig, model, tokenizer):
 
 
 def _progress_bar(cfg: TrainConfig, start: int):
-    if not cfg.progress:
-        return None
-    from tqdm.auto import tqdm
-    return tqdm(total=cfg.max_steps, initial=start, desc=f"{cfg.method} n={cfg.n} m={cfg.m}", unit="step")
+    from tqdm.auto import tqdm  # disabled (--no-progress): every call is a no-op
+    return tqdm(total=cfg.max_steps, initial=start, desc=f"{cfg.method} n={cfg.n} m={cfg.m}", unit="step",
+                disable=not cfg.progress)
 
 
 def _show(bar, row: dict) -> None:
-    if bar is not None:
-        bar.update(1)
-        post = {"reward": f"{row['reward_mean']:.3f}", "acc": f"{row['correct_frac']:.2f}"}
-        if "eval_accuracy" in row:
-            post["eval"] = f"{row['eval_accuracy']:.3f}"
-        bar.set_postfix(post)
+    bar.update(1)
+    post = {"reward": f"{row['reward_mean']:.3f}", "acc": f"{row['correct_frac']:.2f}"}
+    if "eval_accuracy" in row:
+        post["eval"] = f"{row['eval_accuracy']:.3f}"
+    bar.set_postfix(post)
 
 
 def eval_due(cfg: TrainConfig, step: int, before_s: float, after_s: float) -> bool:
@@ -362,8 +360,7 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
               file=sys.stderr)
         raise
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     ckpt_io.save_adapter(out, model)
     report_learning(out)
     return out
@@ -396,7 +393,6 @@ def config_from_args(argv=None) -> TrainConfig:
 
 
 def main(argv=None) -> int:
-    prog = "minipods.train"
     try:
         cfg = config_from_args(argv)
         if cfg.model != DEFAULT_MODEL:
@@ -405,7 +401,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         return 130
     except (ValueError, ModelNotFoundError, ckpt_io.RunError) as e:
-        return fail(prog, e)
+        return fail("minipods.train", e)
     print(f"done: {out}")
     return 0
 
