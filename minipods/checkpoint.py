@@ -1,28 +1,15 @@
 """Run-folder bookkeeping: checkpoints, RNG states, the metrics log, one process per folder.
 
-Not part of the paper; it is what makes a long RL run safe to stop. Guarantees:
-  * `save_checkpoint` is atomic: files are written and fsynced in `checkpoint.tmp/`, then the
-    folder is swapped in with renames (the previous one survives as `checkpoint.old/` until the
-    new one is in place). A kill at any instant leaves at least one whole checkpoint (or none,
-    before the first save).
-  * `load_checkpoint` checks that a checkpoint is whole (state, optimizer+RNG, adapter all
-    readable) and falls back to the older one; if none is whole it raises `RunError` naming the
-    file and what to do.
-  * A run folder is data, never code: trainer.pt holds only tensors, numbers, strings, lists and
-    dicts (it loads with `torch.load(weights_only=True)`, after a scan that runs nothing), the
-    adapter is safetensors, state.json is JSON. A file that is not what it claims is refused
-    (`RunError`, one line) before anything is taken from it; `check_adapter` does it for
-    `evaluate --adapter`.
-  * A failed write (a full disk: any `OSError`) stops the run with one line (`stop_on_os_error`);
-    what was written before stays whole, so `--resume` continues exactly once space is freed.
-  * `append_row` writes one JSON line and fsyncs; `read_log` drops a torn *last* line (a kill
-    during the append: that step comes after the checkpoint and runs again) and refuses anything
-    else that is broken.
-  * `RunLock`: an flock on OUTPUT_DIR/.lock. A second process on the same folder gets a one-line
-    error naming the holder's pid; a killed process's lock is released by the kernel, so
-    kill-then-resume just works.
-  * `fault_point(name)`: a no-op hook placed between the steps of a save and of a training step, so
-    tests can inject a "kill" at any of them (`FAULT_HOOK`).
+Not part of the paper; it is what makes a long RL run safe to stop (docs/training.md, "Outputs";
+tests/test_faults.py kills a run at every `fault_point`):
+  * every write is atomic (temp file or folder, fsync, rename) or an fsynced append, so a kill at
+    any instant leaves at least one whole checkpoint; `load_checkpoint` falls back to the older one;
+  * a run folder is data, never code: trainer.pt holds only plain values (loaded with
+    weights_only=True after a scan that runs nothing), the adapter is safetensors, state.json is
+    JSON; anything else is refused with one line (`Refused`, `RunError`);
+  * a failed write (a full disk) stops the run with one line (`stop_on_os_error`) and --resume
+    continues exactly once space is freed; `read_log` drops only a torn *last* line;
+  * `RunLock`: an flock on OUTPUT_DIR/.lock, released by the kernel when a process dies.
 """
 
 from __future__ import annotations
@@ -39,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from minipods.cli import first_line
 
 CHECKPOINT, TMP, OLD = "checkpoint", "checkpoint.tmp", "checkpoint.old"
 LOCK_FILE = ".lock"
@@ -177,6 +166,14 @@ def read_log(path: Path, drop_torn_tail: bool = True) -> list[dict]:
     return rows
 
 
+def write_rows(path: Path, rows: list[dict]) -> Path:
+    """One JSON line per row, written atomically (a kill mid-write leaves the old file or none)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, "".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
 def eval_path(run_dir: str | Path, step: int) -> Path:
     return Path(run_dir) / EVAL_DIR / f"step_{step:05d}.jsonl"
 
@@ -191,8 +188,8 @@ def eval_steps(run_dir: str | Path) -> list[int]:
 
 # ---------------------------------------------------------------- RNG
 def rng_state() -> dict:
-    """Every RNG's state as plain values (tensors, ints, floats, strings, lists): exact, and loadable
-    with `torch.load(weights_only=True)`, which refuses numpy arrays and Python objects."""
+    """Every RNG's state as plain values, exact and loadable with `torch.load(weights_only=True)`
+    (which refuses numpy arrays and Python objects)."""
     version, internal, gauss_next = random.getstate()
     kind, key, pos, has_gauss, cached = np.random.get_state(legacy=True)
     st = {"torch": torch.get_rng_state(),
@@ -221,21 +218,13 @@ ADAPTER_WEIGHTS = "adapter_model.safetensors"
 @contextlib.contextmanager
 def stop_on_os_error(out: Path):
     """An OSError inside the block (a full disk, a lost mount) becomes a one-line RunError naming the
-    folder and the error. Every write here is atomic or an fsynced append, so what came before it
-    (the last whole checkpoint, every complete metrics row) is still there for --resume."""
+    folder and the error; what was written before it is whole, for --resume."""
     try:
         yield
     except OSError as e:
         where = f" ({e.filename})" if e.filename else ""
         raise RunError(f"run in {out} stopped: {e.strerror or e}{where}; its last whole checkpoint and complete "
                        "metrics rows are kept: free space (or fix the cause), then continue with --resume") from None
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def _save_adapter_files(model, folder: Path) -> None:
@@ -265,7 +254,8 @@ def save_adapter(out: Path, model) -> Path:
 
 def save_checkpoint(out: Path, model, optimizer, state: dict) -> Path:
     """Write OUTPUT_DIR/checkpoint atomically: LoRA adapter, optimizer + RNG states, and state.json
-    (step, elapsed time, ...), built in checkpoint.tmp then swapped in by renames."""
+    (step, elapsed time, ...), built in checkpoint.tmp then swapped in by renames (the previous one
+    survives as checkpoint.old until the new one is in place)."""
     for p in model.parameters():
         if p.requires_grad and not torch.isfinite(p).all():
             raise RuntimeError("refusing to checkpoint non-finite adapter weights")
@@ -279,7 +269,7 @@ def save_checkpoint(out: Path, model, optimizer, state: dict) -> Path:
         fault_point("save:adapter")
         buf = io.BytesIO()  # torch.save to a file reports a full disk as a RuntimeError; open() as OSError
         torch.save({"optimizer": optimizer.state_dict(), "rng": rng_state()}, buf)
-        _write_bytes(tmp / "trainer.pt", buf.getvalue())
+        (tmp / "trainer.pt").write_bytes(buf.getvalue())  # fsynced with the other files below
         fault_point("save:trainer")
         (tmp / "state.json").write_text(json.dumps(state, indent=1))  # written last: marks the folder whole
         for f in [*tmp.rglob("*")]:
@@ -306,10 +296,6 @@ class Refused(ValueError):
     """A file that is not what its name claims (`str` names it and says why)."""
 
 
-def _first_line(e: BaseException) -> str:
-    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-
-
 def _read_state(path: Path) -> dict:
     """state.json: a JSON object with a whole-number step >= 0 (elapsed_s and nonfinite_skips default to 0)."""
     try:
@@ -325,8 +311,8 @@ def _read_state(path: Path) -> dict:
 
 
 def load_trainer(path: Path) -> dict:
-    """trainer.pt as {optimizer, rng}, never running code from it: its pickle is scanned first (the scan
-    runs nothing), a file that names any class or function is refused, then it loads with weights_only=True."""
+    """trainer.pt as {optimizer, rng}, never running code from it: a pickle naming any class or
+    function is refused (the scan runs nothing), then it loads with weights_only=True."""
     try:
         names = set(torch.serialization.get_unsafe_globals_in_checkpoint(path))
     except Exception as e:  # noqa: BLE001 - not a torch.save zip file (a raw pickle, a torn or foreign file)
@@ -336,12 +322,9 @@ def load_trainer(path: Path) -> dict:
                       "plain tensors; minipods loads nothing from it")
     try:
         trainer = torch.load(path, weights_only=True, map_location="cpu")
-    except Exception as e:  # noqa: BLE001 - torn data
-        raise Refused(f"{path} is not a readable trainer state ({type(e).__name__}: {_first_line(e)})") from None
-    try:
         _check_trainer(trainer)
-    except (TypeError, KeyError, ValueError, IndexError) as e:
-        raise Refused(f"{path} is not a minipods trainer state ({type(e).__name__}: {e})") from None
+    except Exception as e:  # noqa: BLE001 - torn data, or not the shape a trainer state has
+        raise Refused(f"{path} is not a readable minipods trainer state ({type(e).__name__}: {first_line(e)})") from None
     return trainer
 
 
@@ -376,7 +359,7 @@ def check_adapter(folder: Path) -> Path:
         with safe_open(str(weights), "pt") as f:  # checks the header and that the data fits the file
             f.keys()
     except Exception as e:  # noqa: BLE001 - SafetensorError, or a header that is not JSON
-        raise Refused(f"{weights} is not a safetensors file ({_first_line(e)}); "
+        raise Refused(f"{weights} is not a safetensors file ({first_line(e)}); "
                       "minipods loads adapter weights only from safetensors: save the adapter again") from None
     try:
         config = json.loads((folder / "adapter_config.json").read_text())
@@ -407,10 +390,8 @@ def load_checkpoint(out: Path) -> dict | None:
     for ckpt in found:
         try:
             return _load_whole(ckpt)
-        except Refused as e:
-            errors.append(str(e))
         except Exception as e:  # noqa: BLE001 - any unreadable part means "not whole"
-            errors.append(f"{ckpt}: {type(e).__name__}: {_first_line(e)}")
+            errors.append(str(e) if isinstance(e, Refused) else f"{ckpt}: {type(e).__name__}: {first_line(e)}")
     if errors:
         raise RunError(f"no whole checkpoint in {out} ({'; '.join(errors)}); nothing was taken from it: delete the "
                        "named checkpoint folder(s) to restart from step 1 with --resume, or use another --output-dir")

@@ -1,13 +1,6 @@
-"""One command-line helper for every minipods CLI (train, compare, evaluate, bench).
-
-A settings dataclass whose fields are declared with `setting(default, help)` becomes an argparse
-parser with `add_dataclass_args`: one `--flag-name` per field, typed from the annotation
-(int, float, str, bool as --x/--no-x, list[int] as "2,4,8"), the field's help as the flag's help.
-Every flag defaults to None, so `overrides(args, cls)` returns exactly what the user typed, to be
-laid over a preset.
-
-One error style everywhere: a bad argument prints one line `PROG: error: WHAT` on stderr and the
-process exits with status 2; no traceback, no usage dump (`Parser.error`, `fail`).
+"""One command-line helper for every minipods CLI: a dataclass of `setting(default, help)` fields
+becomes a parser (`add_dataclass_args`) whose flags default to None, so `overrides` returns exactly
+what the user typed, to lay over a preset. A bad argument is one line `PROG: error: WHAT` and exit 2.
 """
 
 from __future__ import annotations
@@ -38,11 +31,30 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+def first_line(err: BaseException | str) -> str:
+    """The first line of an error's message (its type's name when the message is empty)."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
 def fail(prog: str, err: BaseException | str) -> int:
     """Print `prog: error: <first line of err>` on stderr; return exit status 2."""
-    msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    print(f"{prog}: error: {msg}", file=sys.stderr)
+    print(f"{prog}: error: {first_line(err)}", file=sys.stderr)
     return 2
+
+
+def check_choices(cfg, choices: dict) -> None:
+    """ValueError naming the flag when a field of `cfg` is not one of its allowed values."""
+    for name, ok in choices.items():
+        if getattr(cfg, name) not in ok:
+            raise ValueError(f"--{name.replace('_', '-')} must be one of {', '.join(ok)}, got {getattr(cfg, name)!r}")
+
+
+def check_positive(cfg, names) -> None:
+    """ValueError naming the flag when one of the whole-number fields `names` of `cfg` is below 1."""
+    for name in names:
+        if getattr(cfg, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(cfg, name)}")
 
 
 def int_list(s: str) -> list[int]:

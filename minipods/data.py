@@ -2,18 +2,9 @@
 
 Paper: the single-GPU experiments train on GSM8K (train split) and report accuracy on the
 GSM8K test split; the policy is asked to reason and then give its final answer inside
-`<answer>...</answer>` tags (Section 5 / Appendix: single-GPU setting). This module provides
-
-* `load_gsm8k(split, data_dir=None, limit=None)` -> list of {question, answer, gold}
-  from (1) `data_dir`, (2) env `MINIPODS_GSM8K_DIR`, or (3) the real hub dataset
-  `openai/gsm8k` (config "main") through `datasets`.
-* `synthetic_problems(n, seed, level)`: seeded GSM8K-style word problems with computed answers,
-  for offline demos and as an easier task for tiny models (not part of the paper); `level` sets
-  the difficulty (0: one single-digit +/-; 1, the default: one step, numbers up to 40; 2: two steps).
-* `load_task(name, split, ...)`: what the training loop calls; falls back to the synthetic
-  task when GSM8K cannot be found. Either way a synthetic run prints one notice on stderr saying
-  why (`notice=False` for the second split of the same run, so a run prints it once).
-* `build_prompt(tokenizer, question)`: chat template (system + user), plain-text fallback.
+`<answer>...</answer>` tags (Section 5 / Appendix: single-GPU setting). `load_task` is what
+training and evaluation call: GSM8K from a folder, $MINIPODS_GSM8K_DIR or the hub, or the seeded
+synthetic word problems (not from the paper: an offline stand-in, easy enough for a 135M model).
 """
 
 from __future__ import annotations
@@ -53,6 +44,7 @@ def parse_gold(answer: str, where: str) -> str:
 
 
 def _make_item(row: object, where: str) -> dict:
+    """{question, answer, gold} from one GSM8K row; ValueError naming `where` for a bad row."""
     if not isinstance(row, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
     for key in ("question", "answer"):
@@ -82,21 +74,13 @@ def read_jsonl(path: str | os.PathLike, limit: int | None = None) -> list[dict]:
     return items
 
 
-def _check_args(split: str, limit: int | None) -> None:
+def load_gsm8k(split: str = "train", data_dir: str | os.PathLike | None = None, limit: int | None = None) -> list[dict]:
+    """GSM8K `split` as {"question", "answer", "gold"} dicts in file order (the first `limit`), from
+    `data_dir`, else $MINIPODS_GSM8K_DIR, else the hub dataset (cached by `datasets`)."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit must be a non-negative int or None, got {limit!r}")
-
-
-def load_gsm8k(split: str = "train", data_dir: str | os.PathLike | None = None, limit: int | None = None) -> list[dict]:
-    """Load GSM8K `split` as a list of {"question", "answer", "gold"} dicts, in file order.
-
-    Sources, in order: the `data_dir` argument; env `MINIPODS_GSM8K_DIR`; the hub dataset
-    `openai/gsm8k` ("main") via `datasets` (cached by datasets, works offline once cached).
-    `limit` keeps the first `limit` rows.
-    """
-    _check_args(split, limit)
     for d in (data_dir, os.environ.get(ENV_DIR) or None):
         if d is None:
             continue
@@ -127,28 +111,18 @@ _NAMES = ["Ava", "Ben", "Chloe", "Dev", "Emma", "Finn", "Grace", "Hugo", "Iris",
 _THINGS = ["apples", "books", "marbles", "stickers", "pencils", "cookies", "cards", "shells"]
 
 
-def _synthetic_one(rng: random.Random) -> dict:
-    name, other = rng.sample(_NAMES, 2)
-    thing = rng.choice(_THINGS)
-    kind = rng.randrange(4)
-    a, b = rng.randint(2, 40), rng.randint(2, 20)
-    if kind == 0:
-        q = f"{name} has {a} {thing}. {other} gives {name} {b} more {thing}. How many {thing} does {name} have now?"
-        steps, ans = f"{a} + {b} = {a + b}", a + b
-    elif kind == 1:
-        a = a + b  # keep the result positive
-        q = f"{name} has {a} {thing} and gives {b} of them to {other}. How many {thing} does {name} have left?"
-        steps, ans = f"{a} - {b} = {a - b}", a - b
-    elif kind == 2:
-        a, b = rng.randint(2, 12), rng.randint(2, 12)
-        q = f"{name} buys {a} bags with {b} {thing} in each bag. How many {thing} does {name} buy in total?"
-        steps, ans = f"{a} * {b} = {a * b}", a * b
-    else:
-        b = rng.randint(2, 9)
-        a = b * rng.randint(2, 12)
-        q = f"{name} shares {a} {thing} equally among {b} friends. How many {thing} does each friend get?"
-        steps, ans = f"{a} / {b} = {a // b}", a // b
+def _item(q: str, steps: str, ans: int) -> dict:
     return {"question": q, "answer": f"{steps}\n#### {ans}", "gold": str(ans)}
+
+
+def _gets_more(name: str, other: str, thing: str, a: int, b: int) -> dict:
+    q = f"{name} has {a} {thing}. {other} gives {name} {b} more {thing}. How many {thing} does {name} have now?"
+    return _item(q, f"{a} + {b} = {a + b}", a + b)
+
+
+def _gives_away(name: str, other: str, thing: str, a: int, b: int) -> dict:
+    q = f"{name} has {a} {thing} and gives {b} of them to {other}. How many {thing} does {name} have left?"
+    return _item(q, f"{a} - {b} = {a - b}", a - b)
 
 
 def _synthetic_easy(rng: random.Random) -> dict:
@@ -156,14 +130,27 @@ def _synthetic_easy(rng: random.Random) -> dict:
     name, other = rng.sample(_NAMES, 2)
     thing = rng.choice(_THINGS)
     a, b = rng.randint(1, 9), rng.randint(1, 9)
-    if rng.randrange(2) == 0:
-        q = f"{name} has {a} {thing}. {other} gives {name} {b} more {thing}. How many {thing} does {name} have now?"
-        steps, ans = f"{a} + {b} = {a + b}", a + b
-    else:
-        a = a + b
-        q = f"{name} has {a} {thing} and gives {b} of them to {other}. How many {thing} does {name} have left?"
-        steps, ans = f"{a} - {b} = {a - b}", a - b
-    return {"question": q, "answer": f"{steps}\n#### {ans}", "gold": str(ans)}
+    return _gets_more(name, other, thing, a, b) if rng.randrange(2) == 0 else _gives_away(name, other, thing, a + b, b)
+
+
+def _synthetic_one(rng: random.Random) -> dict:
+    """Level 1: one step (+, -, *, /), numbers up to 40."""
+    name, other = rng.sample(_NAMES, 2)
+    thing = rng.choice(_THINGS)
+    kind = rng.randrange(4)
+    a, b = rng.randint(2, 40), rng.randint(2, 20)
+    if kind == 0:
+        return _gets_more(name, other, thing, a, b)
+    if kind == 1:
+        return _gives_away(name, other, thing, a + b, b)  # a + b: the result stays positive
+    if kind == 2:
+        a, b = rng.randint(2, 12), rng.randint(2, 12)
+        q = f"{name} buys {a} bags with {b} {thing} in each bag. How many {thing} does {name} buy in total?"
+        return _item(q, f"{a} * {b} = {a * b}", a * b)
+    b = rng.randint(2, 9)
+    a = b * rng.randint(2, 12)
+    q = f"{name} shares {a} {thing} equally among {b} friends. How many {thing} does each friend get?"
+    return _item(q, f"{a} / {b} = {a // b}", a // b)
 
 
 def _synthetic_two_step(rng: random.Random) -> dict:
@@ -175,13 +162,11 @@ def _synthetic_two_step(rng: random.Random) -> dict:
         b, c = rng.randint(2, 9), rng.randint(2, 9)
         q = (f"{name} has {a} {thing}. {name} buys {b} bags with {c} {thing} in each bag. "
              f"How many {thing} does {name} have now?")
-        steps, ans = f"{b} * {c} = {b * c}\n{a} + {b * c} = {a + b * c}", a + b * c
-    else:
-        b, c = rng.randint(1, a - 1), rng.randint(2, 20)
-        q = (f"{name} has {a} {thing} and gives {b} of them to {other}. Then {other} gives {name} {c} {thing}. "
-             f"How many {thing} does {name} have now?")
-        steps, ans = f"{a} - {b} = {a - b}\n{a - b} + {c} = {a - b + c}", a - b + c
-    return {"question": q, "answer": f"{steps}\n#### {ans}", "gold": str(ans)}
+        return _item(q, f"{b} * {c} = {b * c}\n{a} + {b * c} = {a + b * c}", a + b * c)
+    b, c = rng.randint(1, a - 1), rng.randint(2, 20)
+    q = (f"{name} has {a} {thing} and gives {b} of them to {other}. Then {other} gives {name} {c} {thing}. "
+         f"How many {thing} does {name} have now?")
+    return _item(q, f"{a} - {b} = {a - b}\n{a - b} + {c} = {a - b + c}", a - b + c)
 
 
 SYNTHETIC_LEVELS = {0: _synthetic_easy, 1: _synthetic_one, 2: _synthetic_two_step}
@@ -193,13 +178,13 @@ def check_level(level) -> int:
         *first, last = sorted(SYNTHETIC_LEVELS)
         raise ValueError(f"--synthetic-level must be {', '.join(map(str, first))} or {last}, got {level!r}")
     return level
+
+
 SYNTHETIC_TRAIN_SIZE = 2000  # questions in the synthetic train split (and in a test split without a limit)
 
 
 def synthetic_problems(n: int, seed: int = 0, level: int = 1) -> list[dict]:
-    """`n` seeded GSM8K-style problems, same dict shape as `load_gsm8k` (answers computed).
-    level: 0 (one single-digit + or -), 1 (one step: + - * /, numbers up to 40; the default),
-    2 (two dependent steps)."""
+    """`n` seeded GSM8K-style problems of difficulty `level`, shaped as `load_gsm8k`'s items."""
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be a non-negative int, got {n!r}")
     check_level(level)
@@ -237,13 +222,9 @@ def print_notice(why: str) -> None:
 
 def load_task(name: str = "gsm8k", split: str = "train", data_dir=None, limit: int | None = None,
               seed: int = 0, fallback: bool = True, notice: bool = True, level: int = 1) -> tuple[list[dict], str]:
-    """Items for training/eval and a description of the source actually used.
-
-    `name` is "gsm8k" or "synthetic". With `fallback=True` a missing GSM8K falls back to the
-    synthetic task (so the offline demo still runs). `notice`: print the one-line synthetic-task
-    notice (why, and for a fallback how to get GSM8K); a caller loading two splits passes it once.
-    `level`: the synthetic task's difficulty (`synthetic_problems`); GSM8K ignores it.
-    """
+    """(items, the source actually used) of task `name` ("gsm8k" or "synthetic"). With `fallback` a
+    missing GSM8K falls back to the synthetic task (the offline demo still runs). `notice`: print
+    the one-line synthetic-task notice (a caller loading two splits passes it once)."""
     if name == "synthetic":
         items = synthetic_split(split, limit, seed=seed, level=level)  # test never repeats a train question
         if notice:

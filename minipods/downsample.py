@@ -100,11 +100,8 @@ def max_reward(rewards, m):
 
 
 def random_subset(rewards, m, generator=None):
-    """Indices (ascending) of a uniformly random m-subset.
-
-    `generator`: a numpy Generator (used and advanced in place), an int seed
-    (reproducible), or None (fresh OS entropy) -- anything np.random.default_rng accepts.
-    """
+    """Indices (ascending) of a uniformly random m-subset; `generator`: anything
+    np.random.default_rng accepts (a Generator, advanced in place; a seed; None)."""
     r = _as_rewards(rewards)  # validated like the other rules, though values are unused
     m = _check_m(m, r.size)
     rng = np.random.default_rng(generator)

@@ -1,16 +1,12 @@
-"""Evaluation: batched accuracy on GSM8K test questions.
+"""Evaluation: batched accuracy on GSM8K test questions (`python -m minipods.evaluate`).
 
 Paper: test accuracy on GSM8K; the single-GPU runs sample at temperature 0.9 and average over
 repeats. minipods defaults to greedy decoding (deterministic, one sample) and offers the
 paper's protocol with `samples=k, temperature=0.9`.
 
-CLI: `python -m minipods.evaluate [--model M] [--adapter DIR] [--limit N] [--samples k --temperature T]`
-prints accuracy (95% Wilson interval) and the format rate, and writes one JSON row per question
-(question, gold, completions, extracted answers, correct fraction) to `--output` (eval.jsonl).
-
 Two evaluations on the same questions (a run's first and last; two arms of one seed) are compared
-question by question (`paired_difference`: Newcombe's paired interval, the exact McNemar p-value);
-train's last line is `format_change(learning_change(run_dir))`. Not from the paper (single runs).
+question by question (`paired_difference`: Newcombe's paired interval, the exact McNemar p-value).
+Not from the paper (single runs).
 """
 
 from __future__ import annotations
@@ -24,11 +20,11 @@ from pathlib import Path
 import torch
 
 from minipods import rollouts
-from minipods.checkpoint import check_adapter, eval_path, eval_steps, read_log, write_atomic
-from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
+from minipods.checkpoint import check_adapter, eval_path, eval_steps, read_log, write_rows
+from minipods.cli import Parser, add_dataclass_args, check_choices, check_positive, fail, overrides, setting
 from minipods.data import DataNotFoundError, build_prompt, check_level, load_task
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
-from minipods.model import DEFAULT_MODEL, QUANTIZE, ModelNotFoundError, default_device, load_policy, resolve_model
+from minipods.model import DEFAULT_MODEL, QUANTIZE, ModelNotFoundError, load_policy, resolve_model
 from minipods.rewards import extract_answer, is_full_format, score_completions, strict_correct
 
 
@@ -38,16 +34,12 @@ def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 25
     """Accuracy of `model` on `items` ({question, gold}); greedy when temperature == 0. fast: roll
     out with minipods.fast.rollouts (else the plain minipods.rollouts reference).
 
-    batch_size bounds memory on every device: the questions go through the engine max(1, batch_size //
-    samples) at a time, so at most batch_size sequences are in flight and the fast engine's shared
-    prefill runs at most that many prompts at once (500 questions in one pass would be ~125K tokens).
-    Greedy results do not depend on it; sampled ones follow the same distribution for any batch_size.
+    batch_size bounds memory: questions go max(1, batch_size // samples) at a time (500 questions in
+    one pass would be ~125K tokens). Greedy results do not depend on it.
 
-    Returns accuracy (lenient grading, as the training reward: mean over questions of the mean
-    correctness of their samples) and its 95% interval, strict_accuracy (only an answer inside a
-    well-formed <answer> block counts: rewards.strict_answer) and its interval, format_rate
-    (completions with all four tags well placed), seconds, and per-question `rows` (question, gold,
-    completions, extracted answers, correct and strict fractions).
+    Returns accuracy (lenient grading, as the training reward) and strict_accuracy (only an answer
+    inside a well-formed <answer> block counts), each with its 95% interval, format_rate, seconds,
+    tokens, and per-question `rows` (question, gold, completions, extracted, correct, strict).
     """
     if not items:
         raise ValueError("no evaluation items")
@@ -132,9 +124,9 @@ def newcombe_paired(both: int, first_only: int, second_only: int, neither: int,
 
 
 def paired_difference(correct_a: list, correct_b: list, z: float = 1.96) -> dict:
-    """Accuracy of b minus accuracy of a on the same questions (0/1 per question, same order):
-    n, acc_a, acc_b, diff, ci95 (Newcombe), p (exact McNemar), a_only, b_only (discordant counts).
-    Paired: per-question difficulty cancels, so it is narrower than two Wilson intervals."""
+    """Accuracy of b minus accuracy of a on the same questions (0/1 per question, same order): n,
+    acc_a, acc_b, diff, ci95 (Newcombe), p (exact McNemar), a_only, b_only (discordant counts).
+    Paired, so per-question difficulty cancels: narrower than two Wilson intervals."""
     if len(correct_a) != len(correct_b):
         raise ValueError(f"paired_difference needs the same questions: {len(correct_a)} vs {len(correct_b)} results")
     if any(float(x) not in (0.0, 1.0) for x in list(correct_a) + list(correct_b)):
@@ -177,8 +169,7 @@ class EvalConfig:
     """Settings of `python -m minipods.evaluate` (each field is a flag)."""
     model: str | None = setting(None, "hub id, local HF folder, .gguf file or 'smollm2-135m-instruct' (None: the "
                                       "adapter's run model if --adapter is a run folder, else the offline default)")
-    adapter: str | None = setting(None, "saved LoRA adapter folder (or a run folder holding adapter/ or "
-                                        "checkpoint/adapter)")
+    adapter: str | None = setting(None, "saved LoRA adapter folder (or a run folder with adapter/ or checkpoint/adapter)")
     data: str = setting("gsm8k", "task: gsm8k | synthetic")
     data_dir: str | None = setting(None, "folder with GSM8K test.jsonl (else $MINIPODS_GSM8K_DIR, else the hub)")
     synthetic_level: int = setting(1, "synthetic task difficulty: 0, 1 or 2 (as in training)")
@@ -189,8 +180,7 @@ class EvalConfig:
                                               "protocol) with --samples > 1")
     max_new_tokens: int = setting(256, "completion length limit")
     max_prompt_tokens: int = setting(512, "prompts are left-truncated to this length")
-    batch_size: int = setting(32, "sequences per generate() call; questions are evaluated batch_size // samples at "
-                                  "a time, so this bounds evaluation's memory")
+    batch_size: int = setting(32, "sequences in flight (batch_size // samples questions at a time): bounds memory")
     seed: int = setting(0, "sampling seed (and the synthetic task's seed)")
     quantize: str = setting("none", "none | 4bit: load the base model in 4 bits")
     dtype: str = setting("auto", "auto | float32 | bfloat16 | float16: weights dtype")
@@ -200,26 +190,19 @@ class EvalConfig:
     fast: bool = setting(True, "roll out with the fast engine (minipods.fast); --no-fast: the plain reference")
 
     def __post_init__(self):
-        def bad(msg):
-            raise ValueError(msg)
-        choices = {"data": ("gsm8k", "synthetic"), "split": ("test", "train"), "quantize": QUANTIZE,
-                   "dtype": ("auto", "float32", "bfloat16", "float16")}
-        for name, ok in choices.items():
-            if getattr(self, name) not in ok:
-                bad(f"--{name} must be one of {', '.join(ok)}, got {getattr(self, name)!r}")
+        check_choices(self, {"data": ("gsm8k", "synthetic"), "split": ("test", "train"), "quantize": QUANTIZE,
+                             "dtype": ("auto", "float32", "bfloat16", "float16")})
         check_level(self.synthetic_level)
+        check_positive(self, ("samples", "max_new_tokens", "max_prompt_tokens", "batch_size"))
         if self.limit < 0:
-            bad(f"--limit must be >= 0, got {self.limit}")
-        for name in ("samples", "max_new_tokens", "max_prompt_tokens", "batch_size"):
-            if getattr(self, name) < 1:
-                bad(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+            raise ValueError(f"--limit must be >= 0, got {self.limit}")
         if self.temperature is None:
             self.temperature = 0.9 if self.samples > 1 else 0.0
         if not math.isfinite(self.temperature) or self.temperature < 0:
-            bad(f"--temperature must be >= 0, got {self.temperature}")
+            raise ValueError(f"--temperature must be >= 0, got {self.temperature}")
         if self.temperature == 0 and self.samples > 1:
-            bad("greedy decoding (--temperature 0) gives one sample per question; use --temperature > 0 "
-                "with --samples > 1")
+            raise ValueError("greedy decoding (--temperature 0) gives one sample per question; use "
+                             "--temperature > 0 with --samples > 1")
 
 
 def build_parser() -> Parser:
@@ -229,14 +212,6 @@ def build_parser() -> Parser:
     return p
 
 
-def write_rows(path: str | Path, rows: list[dict]) -> Path:
-    """One JSON row per question, written atomically (a kill mid-write leaves the old file or none)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, "".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
 def resolve_adapter(path: str) -> tuple[Path, dict | None]:
     """The adapter folder for `path` (an adapter, or a run folder with adapter/ or checkpoint/adapter),
     and the run's config.json (if there is one) so the matching base model can be used."""
@@ -244,20 +219,16 @@ def resolve_adapter(path: str) -> tuple[Path, dict | None]:
     for cand in (p, p / "adapter", p / "checkpoint" / "adapter"):
         if (cand / "adapter_config.json").is_file():
             check_adapter(cand)  # safetensors only: a pickled weights file is refused, never loaded
-            run_cfg = None
-            for run in (cand.parent, cand.parent.parent):
-                if (run / "config.json").is_file():
-                    try:
-                        run_cfg = json.loads((run / "config.json").read_text())
-                    except (OSError, ValueError):
-                        run_cfg = None
-                    break
+            run = next((r for r in (cand.parent, cand.parent.parent) if (r / "config.json").is_file()), None)
+            try:
+                run_cfg = json.loads((run / "config.json").read_text()) if run else None
+            except (OSError, ValueError):
+                run_cfg = None
             return cand, run_cfg if isinstance(run_cfg, dict) and "method" in run_cfg else None
     raise ValueError(f"--adapter {path}: no adapter_config.json there (nor in adapter/ or checkpoint/adapter/)")
 
 
 def main(argv=None) -> int:
-    prog = "minipods.evaluate"
     try:
         cfg = EvalConfig(**overrides(build_parser().parse_args(argv), EvalConfig))
         adapter, run_cfg = resolve_adapter(cfg.adapter) if cfg.adapter else (None, None)
@@ -268,11 +239,10 @@ def main(argv=None) -> int:
                                   level=cfg.synthetic_level)
         if not items:
             raise ValueError(f"no {cfg.split} questions in {source}")
-        device = default_device() if cfg.device == "auto" else cfg.device
-        model, tok = load_policy(model_name, quantize=cfg.quantize, dtype=cfg.dtype, device=device,
+        model, tok = load_policy(model_name, quantize=cfg.quantize, dtype=cfg.dtype, device=cfg.device,
                                  adapter=str(adapter) if adapter else None, lora=adapter is not None)
     except (ValueError, OSError, ModelNotFoundError, DataNotFoundError) as e:
-        return fail(prog, e)  # OSError: also a hub id that cannot be fetched
+        return fail("minipods.evaluate", e)  # OSError: also a hub id that cannot be fetched
     torch.manual_seed(cfg.seed)
     temperature = cfg.temperature
     res = evaluate_items(model, tok, items, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size,
@@ -281,16 +251,14 @@ def main(argv=None) -> int:
     if cfg.output:
         write_rows(cfg.output, [{"index": i, **row} for i, row in enumerate(res["rows"])])
     decoding = "greedy" if temperature == 0 else f"sampled at T={temperature:g}, {cfg.samples} sample(s) per question, averaged"
-    lo, hi = res["ci95"]
-    slo, shi = res["strict_ci95"]
-    n_right = sum(r["correct"] for r in res["rows"])
-    n_strict = sum(r["strict"] for r in res["rows"])
     print(f"model: {model_name}" + (f" + adapter {adapter}" if adapter else ""))
     print(f"data: {source} [{cfg.split}], {res['n']} questions; decoding: {decoding}; max_new_tokens={cfg.max_new_tokens}")
-    print(f"accuracy: {res['accuracy']:.4f} ({n_right:g}/{res['n']})  95% CI [{lo:.4f}, {hi:.4f}]  "
-          "(lenient: the last number counts, as the training reward grades)")
-    print(f"strict accuracy: {res['strict_accuracy']:.4f} ({n_strict:g}/{res['n']})  95% CI [{slo:.4f}, {shi:.4f}]  "
-          "(only an answer inside one well-formed <answer> block counts)")
+    for label, acc, ci, key, why in (
+            ("accuracy", "accuracy", "ci95", "correct", "lenient: the last number counts, as the training reward grades"),
+            ("strict accuracy", "strict_accuracy", "strict_ci95", "strict",
+             "only an answer inside one well-formed <answer> block counts")):
+        lo, hi = res[ci]
+        print(f"{label}: {res[acc]:.4f} ({sum(r[key] for r in res['rows']):g}/{res['n']})  95% CI [{lo:.4f}, {hi:.4f}]  ({why})")
     print(f"format rate: {res['format_rate']:.4f}  (completions with all four tags well placed)")
     print(f"time: {res['seconds']:.1f} s generation, {res['tokens']} tokens")
     if cfg.output:

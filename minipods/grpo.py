@@ -3,29 +3,20 @@
 Paper (Section 2 background, Section 3 PODS, Appendix hyper-parameters): GRPO with
   * advantages A_i = (r_i - mean(r)) / (std(r) + eps), computed within each prompt's *kept*
     subset of m rollouts (the paper's choice; `adv_norm="all"` normalises over all n instead);
-  * the loss reduction, `loss_type` (names as in TRL's GRPOConfig):
-      - "grpo": each completion's mean over its tokens, then the mean over the completions: the
-        authors' code (`maxvargrpo_trainer.py`, `compute_loss`) and DeepSeekMath's formula, so
-        `--preset paper`'s choice. A token of a short completion weighs more than one of a long one.
-      - "dapo": the sum over every completion token of the batch divided by the number of those
-        tokens (TRL's "dapo"; its "bnpo" is the same per micro-batch): every token weighs the same,
-        long answers are not down-weighted. The default, and `--small`'s.
-    The two agree when every completion has the same length (tests/test_grpo.py);
+  * the loss reduction `loss_type` (TRL's names, `reduce_loss`): "grpo", each completion's token
+    mean then the mean over completions (the authors' `compute_loss`, DeepSeekMath's formula,
+    `--preset paper`), or "dapo", every token of the batch weighing the same (the default);
   * the clipped importance ratio (eps = 0.2), which matters only when the same rollouts are
     used for more than one gradient step (`update_epochs > 1`); with one step it equals 1;
   * a KL penalty beta * KL_k3(pi || pi_ref) with the k3 estimator exp(d) - d - 1,
     d = logp_ref - logp; pi_ref is the same model with the LoRA adapter disabled. beta = 0 by
     default, as in the paper's Qwen runs (then no reference pass is made at all).
 
-Memory: per-token log-probs are computed from the final hidden states in chunks of tokens,
-`log p(y_t) = logit[y_t] - logsumexp(logits)`, and each chunk's (tokens x vocab) logits are
-recomputed in backward instead of stored. The full (batch x length x vocab) log-softmax is never
-materialised. Micro-batches with gradient accumulation bound memory by `micro_batch_size`; the
-update's cost grows with m (kept rollouts), not n.
-
-This file runs every kept row as one [prompt | completion] sequence: the plain reference.
-`minipods.fast.update.shared_logprobs` (passed as `logprob_fn`) runs each distinct prompt once
-instead, with the same log-probs and gradient; `python -m minipods.train` uses it unless `--no-fast`.
+Memory: per-token log-probs come from the final hidden states in chunks of tokens,
+`log p(y_t) = logit[y_t] - logsumexp(logits)`, each chunk's (tokens x vocab) logits recomputed in
+backward instead of stored; micro-batches bound the rest. The update's cost grows with m, not n.
+This file runs every kept row as one [prompt | completion] sequence: the plain reference
+(`minipods.fast.update` runs each distinct prompt once, with the same log-probs and gradient).
 """
 
 from __future__ import annotations
@@ -41,13 +32,10 @@ from minipods.rollouts import Rollouts, positions_from_mask
 
 # ---------------------------------------------------------------- advantages
 def group_advantages(rewards: torch.Tensor, group: torch.Tensor, eps: float = 1e-4) -> torch.Tensor:
-    """(B,) advantages: each reward standardised within its group (rows sharing `group`).
-
-    std is the unbiased sample std (as in the DeepSeekMath/TRL implementations); a group whose
-    rewards are all equal gets advantage exactly 0 (no signal), never NaN. "All equal" is decided
-    by max == min, not by std > 0: the float32 mean of sixteen 0.1s is off by one ulp, so their std
-    is ~1e-8 > 0 and (r - mean) / (std + eps) would hand the group a spurious -7e-5.
-    """
+    """(B,) advantages: each reward standardised within its group (rows sharing `group`), with the
+    unbiased std (as DeepSeekMath and TRL). A group of equal rewards gets exactly 0, decided by
+    max == min, not std > 0: the float32 mean of sixteen 0.1s is off by one ulp, so their std is
+    ~1e-8 and (r - mean) / (std + eps) would hand the group a spurious -7e-5."""
     rewards = rewards.float()
     adv = torch.zeros_like(rewards)
     for g in group.unique():
@@ -94,16 +82,20 @@ def logprobs_from_states(model, h: torch.Tensor, completion_ids: torch.Tensor, c
     return logp
 
 
+def _joined(model, prompt_ids, prompt_mask, completion_ids, completion_mask) -> dict:
+    """Forward keywords for each row's [prompt | completion], (B, L) with L = P + C, on the model's device."""
+    device = next(model.parameters()).device
+    am = torch.cat([prompt_mask, completion_mask], 1).to(device)
+    return dict(input_ids=torch.cat([prompt_ids, completion_ids], 1).to(device), attention_mask=am,
+                position_ids=positions_from_mask(am), use_cache=False)
+
+
 def token_logprobs(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, completion_ids: torch.Tensor,
                    completion_mask: torch.Tensor, temperature: float = 1.0, chunk_tokens: int = 512) -> torch.Tensor:
     """(B, C) log-probabilities of the completion tokens (0 where completion_mask is 0): the
     backbone runs once on each row's [prompt | completion], then `logprobs_from_states`."""
     backbone, _ = backbone_and_head(model)
-    device = next(model.parameters()).device
-    ids = torch.cat([prompt_ids, completion_ids], 1).to(device)  # (B, L) L = P + C
-    am = torch.cat([prompt_mask, completion_mask], 1).to(device)  # (B, L)
-    h = backbone(input_ids=ids, attention_mask=am, position_ids=positions_from_mask(am),
-                 use_cache=False).last_hidden_state  # (B, L, H)
+    h = backbone(**_joined(model, prompt_ids, prompt_mask, completion_ids, completion_mask)).last_hidden_state
     P = prompt_ids.shape[1]
     h = h[:, P - 1:-1]  # (B, C, H): the state at t-1 predicts completion token t
     return logprobs_from_states(model, h, completion_ids, completion_mask, temperature, chunk_tokens)
@@ -118,10 +110,7 @@ def rollout_logprobs(model, mb: Rollouts, temperature: float = 1.0, chunk_tokens
 def naive_token_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=1.0):
     """Reference implementation: full-vocabulary log-softmax over the whole batch (memory hungry)."""
     device = next(model.parameters()).device
-    ids = torch.cat([prompt_ids, completion_ids], 1).to(device)
-    am = torch.cat([prompt_mask, completion_mask], 1).to(device)
-    logits = model(input_ids=ids, attention_mask=am, position_ids=positions_from_mask(am),
-                   use_cache=False).logits  # (B, L, V)
+    logits = model(**_joined(model, prompt_ids, prompt_mask, completion_ids, completion_mask)).logits  # (B, L, V)
     P = prompt_ids.shape[1]
     logp_all = torch.log_softmax(logits[:, P - 1:-1].float() / temperature, dim=-1)  # (B, C, V)
     logp = logp_all.gather(2, completion_ids.to(device)[..., None]).squeeze(-1)
@@ -151,13 +140,9 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
               num_tokens: int | float, clip_eps: float = 0.2, beta: float = 0.0,
               ref_logp: torch.Tensor | None = None, loss_type: str = "dapo",
               num_rows: int | None = None) -> tuple[torch.Tensor, dict]:
-    """Clipped GRPO surrogate, reduced by `loss_type` (see `reduce_loss`).
-
-    logp, old_logp, ref_logp, mask: (B, C); advantages: (B,). Returns the weighted sum over masked
-    tokens of
-        -min(ratio*A, clip(ratio, 1-eps, 1+eps)*A) + beta * KL_k3
-    with `num_tokens` and `num_rows` (None: B) the token and row counts of the *whole* kept batch, so
-    that summing the losses of micro-batches gives exactly the full-batch loss and gradient.
+    """Clipped GRPO surrogate per token, -min(ratio*A, clip(ratio, 1-eps, 1+eps)*A) + beta * KL_k3,
+    reduced by `loss_type` over the *whole* kept batch's `num_tokens` / `num_rows` (None: B), so the
+    micro-batches' losses sum to the full batch's. logp, old_logp, ref_logp, mask: (B, C); advantages: (B,).
     """
     mask = mask.to(logp.dtype)
     adv = advantages.to(logp.device)[:, None]  # (B, 1)
@@ -190,11 +175,6 @@ def loss_scaler(model):
     return torch.amp.GradScaler(next(model.parameters()).device.type)
 
 
-def _micro_batches(batch: Rollouts, size: int):
-    for s in range(0, len(batch), size):
-        yield list(range(s, min(s + size, len(batch))))
-
-
 def _optimizer_step(optimizer, params, max_grad_norm, scaler, finite: bool) -> tuple[float, bool]:
     """After a finite loss: unscale the gradients (fp16), clip them and step if their norm is finite.
     Returns (grad_norm, whether the optimizer stepped)."""
@@ -220,19 +200,16 @@ def grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, mic
 
     Gradients are accumulated over micro-batches of `micro_batch_size` sequences; a non-finite
     loss or gradient norm skips the optimizer step (counted in `skipped`).
-    logprob_fn(model, mb, temperature, chunk_tokens) -> (b, C) log-probs of a micro-batch: None is
-    `rollout_logprobs` (one pass per row); minipods.fast.update.shared_logprobs gives the same
-    values with each distinct prompt run once. loss_type: "dapo" | "grpo" (`reduce_loss`) over
-    num_tokens / num_rows (None: the batch's; fast.update passes the full batch's when it leaves out
-    silent rows). scaler: a torch.amp.GradScaler for an fp16 model (`loss_scaler`): the backward runs
-    on the loss times its scale, so small gradients survive fp16; they are unscaled before clipping,
-    and a non-finite step is skipped, counted and backs the scale off. Returns loss, grad_norm, kl,
-    clip_frac, skipped (and loss_scale, the scale after the update, with a scaler).
+    logprob_fn(model, mb, temperature, chunk_tokens) -> (b, C) log-probs of a micro-batch (None:
+    `rollout_logprobs`). num_tokens / num_rows: the counts `reduce_loss` divides by (None: the
+    batch's; fast.update passes the full batch's when it leaves out silent rows). scaler: a
+    GradScaler for an fp16 model (`loss_scaler`). Returns loss, grad_norm, kl, clip_frac, skipped
+    (and loss_scale with a scaler).
     """
     num_tokens, num_rows = num_tokens or max(int(batch.completion_mask.sum()), 1), num_rows or len(batch)
     params = [p for p in model.parameters() if p.requires_grad]
-    mbs = [batch.select(ix) for ix in _micro_batches(batch, micro_batch_size)]
-    advs = [advantages[ix] for ix in _micro_batches(batch, micro_batch_size)]
+    spans = [list(range(s, min(s + micro_batch_size, len(batch)))) for s in range(0, len(batch), micro_batch_size)]
+    mbs, advs = [batch.select(ix) for ix in spans], [advantages[ix] for ix in spans]
     logprob_fn = logprob_fn or rollout_logprobs
 
     def logp_of(mb):

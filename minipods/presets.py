@@ -15,26 +15,20 @@ LAPTOP_EVAL_LIMIT = 100
 
 PRESETS = {
     # CPU-sized, for SmolLM2-135M (docs/results.md has the measured run and the ablation). The
-    # synthetic word problems are the default task because the 135M model almost
-    # never solves GSM8K (no reward signal). 64-token completions: the base model rambles past its
-    # answer, and a completion cut off before the answer earns nothing, so the policy learns to answer
-    # within the budget; shorter rollouts also make every step cheaper. lr is higher than the paper's
-    # because the run is ~100x shorter and the model ~20x smaller; temperature 0.7 because a 135M model
-    # sampled at 0.9 rarely finishes a correct answer. dtype auto = float32 on a CPU: the same numbers on
-    # every CPU (bf16 is much slower on CPUs without native bf16 matmuls). 32 steps, not 16: on weak seeds
-    # the completions stay at the cap with few rewarded groups for ~16 steps before they shorten
-    # (docs/results.md). Evaluation on 128 held-out questions at steps 0 and 32.
+    # synthetic task: the 135M model almost never solves GSM8K (no reward signal). 64-token
+    # completions: one cut off before its answer earns nothing, so the policy learns to answer within
+    # the budget, and every step is cheaper. lr above the paper's: a ~100x shorter run, a ~20x smaller
+    # model; temperature 0.7: sampled at 0.9 it rarely finishes a correct answer. 32 steps, not 16:
+    # on weak seeds the completions stay at the cap for ~16 steps before they shorten.
     "small": dict(model=DEFAULT_MODEL, data="synthetic", n=8, m=4, prompts_per_step=4, max_new_tokens=64,
                   max_prompt_tokens=256, temperature=0.7, lr=5e-4, max_grad_norm=1.0, lora_r=16, lora_alpha=32,
                   max_steps=32, micro_batch_size=4, eval_every=32, eval_limit=128, eval_max_new_tokens=64,
                   save_every=4, gen_batch_size=32, eval_batch_size=32, dtype="auto"),
     # The authors' single-GPU run (YixuanEvenXu/pods: config/train.yaml, trainer/maxvargrpo_trainer.py),
-    # item by item; docs/training.md has the table and every difference that remains. One prompt per
-    # step (per_device_train_batch_size 1, no accumulation); lr 5e-6 constant: their "constant"
-    # scheduler ignores warmup_ratio 0.01 (transformers' get_scheduler returns before reading it);
-    # each completion's token mean, then the mean (their compute_loss); every kept row pays its
-    # forward and backward; a 6 h training-time budget (max_time 21600, max_steps 8000) with an
-    # evaluation every 30 min of training time (their time-based checkpoints) on the whole test set.
+    # item by item; docs/training.md has the table and every difference that remains. lr 5e-6
+    # constant: their "constant" scheduler ignores warmup_ratio 0.01 (transformers' get_scheduler
+    # returns before reading it); a 6 h training-time budget (max_time 21600) with an evaluation every
+    # 30 min of training time (their time-based checkpoints) on the whole test set.
     "paper": dict(model="Qwen/Qwen2.5-3B-Instruct", quantize="4bit", lora_r=64, lora_alpha=64, lr=5e-6,
                   optimizer="auto", adam_beta1=0.9, adam_beta2=0.99, weight_decay=0.1, max_grad_norm=0.1,
                   temperature=0.9, max_prompt_tokens=512, max_new_tokens=512, n=64, m=16, prompts_per_step=1,

@@ -1,29 +1,15 @@
-"""Verifiable rewards for GSM8K-style math answers.
+"""Verifiable rewards for GSM8K-style math answers (docs/training.md, "Rewards", is the spec).
 
-PODS (Xu et al., "Not All Rollouts are Useful", TMLR 2026) trains with GRPO on
-rule-based rewards: in the paper's GSM8K setup each rollout is scored with an
-accuracy reward (is the final number right?) plus a small format reward (did
-the model use the requested tags?). The down-sampling rules in
-`downsample.py` then pick which of these scored rollouts to train on.
-
-Requested completion format (the system prompt asks for it):
-
-    <reasoning>
-    ...
-    </reasoning>
-    <answer>
-    NUMBER
-    </answer>
+PODS trains with GRPO on rule-based rewards: in the paper's GSM8K setup each rollout is scored
+with an accuracy reward (is the final number right?) plus a small format reward (did the model use
+the requested <reasoning>/<answer> tags?):
 
     total_reward = correctness_reward (0 or 1) + format_reward (0 .. 0.1)
 
-Grading is lenient, like the paper's: if the answer block is missing or holds no
-number we still look for `#### N` and finally the last number in the text.
-
-Every function here is linear-time and never raises on any `str` completion:
-we locate things with str.rfind/str.find and run small regexes (no nested
-quantifiers) only on bounded slices, so hostile text cannot cause catastrophic
-backtracking.
+Grading is lenient, like the paper's: if the answer block is missing or holds no number we still
+look for `#### N` and finally the last number in the text. Every function is linear-time and
+never raises on a `str`: str.find/rfind locate things, and small regexes (no nested quantifiers)
+run only on bounded slices, so hostile text cannot cause catastrophic backtracking.
 """
 
 import re
@@ -45,15 +31,9 @@ MAX_NUMBER_CHARS = 100
 
 
 def normalize_number(s):
-    """Canonical string for a number such as ' $1,080.00. ' -> '1080'; None if not a number.
-
-    Strips surrounding whitespace, every '$' and ',' (thousands separators) and
-    trailing '.'. Integers have no decimal point, other values lose trailing
-    zeros ('3.50' -> '3.5'), '-0' -> '0', a leading '+' is dropped. Only plain
-    decimal notation is accepted (no exponents, inf or nan). Pure string
-    handling, so arbitrarily large integers stay exact (float would round).
-    Non-str inputs (int, Decimal, float) are formatted first, so 72 -> '72'.
-    """
+    """Canonical string for a number such as ' $1,080.00. ' -> '1080' ('3.50' -> '3.5', '-0' -> '0');
+    None if not plain decimal notation. Pure string handling, so arbitrarily large integers stay
+    exact (float would round). Non-str inputs (int, Decimal, float) are formatted first."""
     if not isinstance(s, str):
         try:
             d = Decimal(str(s))  # str(1e20) == '1e+20'; Decimal reads it exactly
@@ -112,17 +92,10 @@ def _boxed_number(text):
 
 
 def extract_answer(text):
-    """Final numeric answer of a completion as a normalised string, or None.
-
-    1. If a complete `<answer>...</answer>` block exists, use the LAST one: the
-       number in its `\\boxed{}` if any, else its last number. If the block
-       holds no number, fall through.
-    2. Else the first number after the last `####` (GSM8K's own format).
-    3. Else (lenient, as in the paper) the number in the last `\\boxed{}` of the
-       text if there is one, otherwise the last number anywhere.
-    An unclosed `<answer>` is not a block (truncated generations go to 2/3).
-    Numbers longer than MAX_NUMBER_CHARS characters count as no number.
-    """
+    """Final numeric answer of a completion as a normalised string, or None: the last complete
+    <answer> block's (its \\boxed{} number, else its last number); else the first number after the
+    last `####`; else the last \\boxed{} or last number of the text (lenient, as the paper). An
+    unclosed <answer> is not a block; numbers over MAX_NUMBER_CHARS characters count as none."""
     if not isinstance(text, str):
         return None
     end = text.rfind("</answer>")
@@ -142,12 +115,9 @@ def extract_answer(text):
 
 
 def strict_answer(text):
-    """The answer of a well-formed answer block, or None: what a strict grader accepts.
-
-    `<answer>` and `</answer>` each occur exactly once, in that order, and the block holds a number
-    (its `\\boxed{}` if any, else its last number). `extract_answer` is the lenient grader that
-    training rewards; reporting both shows how much of an accuracy is formatting.
-    """
+    """The number of the one well-formed answer block (`<answer>` and `</answer>` once each, in
+    that order), or None: the strict grader. Reporting it beside the lenient `extract_answer` shows
+    how much of an accuracy is formatting."""
     if not isinstance(text, str) or text.count("<answer>") != 1 or text.count("</answer>") != 1:
         return None
     start, end = text.find("<answer>"), text.find("</answer>")
@@ -171,23 +141,15 @@ def strict_correct(completion, gold):
 
 
 def correctness_reward(completion, gold):
-    """CORRECT_REWARD (1.0) if the extracted answer equals `gold` numerically, else 0.0.
-
-    `gold` is normalised like the answer, so '1,080', '1080.0', 1080 and
-    Decimal('1080') all work. A gold that is not a number raises ValueError:
-    that is a data bug, and silently scoring 0 would hide it.
-    """
+    """CORRECT_REWARD (1.0) if the extracted answer equals `gold` numerically ('1,080', 1080.0 ...),
+    else 0.0. A gold that is not a number raises ValueError: a data bug that a 0 would hide."""
     return CORRECT_REWARD if _same_number(extract_answer(completion), gold) else 0.0
 
 
 def format_reward(completion):
-    """FORMAT_TAG_REWARD (0.025) per well-placed tag of FORMAT_TAGS, so 0 .. 0.1.
-
-    Tag i (in the order <reasoning>, </reasoning>, <answer>, </answer>) is well
-    placed when it occurs exactly once in the completion and, for i > 0, tag
-    i-1 also occurs exactly once and starts before it. Any text may surround
-    the tags. E.g. a missing </reasoning> costs that tag and <answer> (0.05 left).
-    """
+    """FORMAT_TAG_REWARD (0.025) per well-placed tag of FORMAT_TAGS, so 0 .. 0.1: tag i is well
+    placed when it occurs exactly once and, for i > 0, tag i-1 also occurs exactly once before it
+    (a missing </reasoning> costs that tag and <answer>: 0.05 left)."""
     if not isinstance(completion, str):
         return 0.0
     score, prev = 0.0, None  # prev: position of tag i-1 if it occurs exactly once

@@ -2,15 +2,10 @@
 
 Paper (Section 3, the inference phase of PODS): for each prompt the policy samples n rollouts;
 this phase is embarrassingly parallel and light on memory (no activations are kept for backward),
-so it is cheap to make n large. Here every prompt is repeated n times and all n*P sequences go
-through `generate` in chunks of `batch_size` sequences, never a Python loop per sample:
-
-  * left padding, so every prompt ends where its completion begins (decoder-only generation);
-  * each completion is kept up to and including its first EOS token (`completion_mask`).
-
-This file is the plain, readable version. `minipods.fast.rollouts` samples the same distribution
-faster (shared prefill, inverse-CDF sampler, a folded inference copy of the policy) behind the
-same contract; `python -m minipods.train` uses it unless `--no-fast` is given.
+so it is cheap to make n large. Every prompt is repeated n times and all n*P sequences go through
+`generate` in chunks of `batch_size`, left-padded (each prompt ends where its completion begins),
+each completion kept up to and including its first EOS. `minipods.fast.rollouts` samples the same
+distribution faster behind the same contract (train uses it unless --no-fast).
 
 Layout of the returned batch (B = len(prompts) * n, group-major: prompt 0's n samples first):
     prompt_ids       (B, P)  left-padded prompt tokens
@@ -105,10 +100,9 @@ def generation_kwargs(do_sample: bool, temperature: float = 1.0, top_p: float = 
 
 
 def encode_prompts(tokenizer, prompts: list[str], max_prompt_tokens: int | None = None):
-    """The prompts as one left-padded batch (input_ids, attention_mask), each (G, P). A prompt over
-    `max_prompt_tokens` keeps its last tokens: cut on the left, it loses its beginning (the system
-    text first), never the question's end or the assistant header that the completion follows.
-    The one place both engines (and so training and evaluation) tokenize prompts."""
+    """The prompts as one left-padded batch (input_ids, attention_mask), each (G, P); the one place
+    both engines tokenize prompts. A prompt over `max_prompt_tokens` is cut on the left: it loses
+    its system text first, never the question's end or the assistant header the completion follows."""
     tokenizer.padding_side = "left"
     tokenizer.truncation_side = "left"  # HF's default is "right": it would cut the header off
     enc = tokenizer(prompts, add_special_tokens=False, padding=True, return_tensors="pt",
@@ -150,14 +144,11 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
                       temperature: float = 0.9, top_p: float = 1.0, batch_size: int = 64,
                       max_prompt_tokens: int | None = None, do_sample: bool = True,
                       progress: bool = False) -> Rollouts:
-    """Sample `n` completions for each prompt string (already chat-formatted, see data.build_prompt).
-
-    batch_size: sequences per `generate` call; bounds memory (the KV cache grows with it). Greedy
-        completions do not depend on it. Sampled ones are reproducible for a given seed and
-        batch_size and follow the same distribution for any batch_size, but are not the same draws:
-        the chunks take their random numbers from torch's global RNG in turn.
+    """Sample `n` completions for each prompt string (already chat-formatted, see data.build_prompt);
+    do_sample=False decodes greedily (evaluation). batch_size: sequences per `generate` call, which
+    bounds memory; greedy completions do not depend on it, sampled ones follow the same distribution
+    for any batch_size (not the same draws: the chunks take torch's global RNG in turn).
     max_prompt_tokens: longer prompts keep their last this-many tokens (`encode_prompts`; paper: 512).
-    do_sample=False decodes greedily (evaluation).
     """
     # each prompt n times, group-major (B = G * n rows): left-padded (B, P) ids and mask, group (B,)
     _, _, prompt_ids, prompt_mask, group = repeat_prompts(tokenizer, prompts, n, max_prompt_tokens)

@@ -2,28 +2,20 @@
 
 Paper, Algorithm 1 (PODS), one iteration per training step (`run_step`):
     1. sample `prompts_per_step` training questions (`step_items`);
-    2. inference phase: generate n rollouts per question (batched `generate`: minipods.rollouts is
-       the plain reference, minipods.fast.rollouts the same contract faster, used unless --no-fast);
+    2. inference phase: generate n rollouts per question (minipods.rollouts is the plain
+       reference, minipods.fast.rollouts the same contract faster, used unless --no-fast);
     3. score them with the verifiable reward (correctness + format, minipods.rewards);
     4. down-sample: keep m of the n rollouts per question with a rule (`select_kept`:
        max_variance, the paper's choice; max_reward; random). `--method grpo` keeps all (n = m);
     5. policy-update phase: one GRPO update on the kept rollouts only (minipods.grpo; with --fast,
-       each distinct prompt runs once and, unless --no-skip-silent, rows with advantage 0 are left
-       out: minipods.fast.update).
+       each distinct prompt runs once and rows with advantage 0 are left out: minipods.fast.update).
 `train` repeats it, with evaluation, checkpoints and exact resume around it (minipods.checkpoint).
-The presets (minipods.presets): `--preset paper` is the authors' single-GPU run item by item
-(docs/training.md has the table); `--preset consumer` scales it to an 8-12 GB card (Qwen2.5-1.5B);
-`--preset laptop` is the paper's step at CPU scale (the planned study); `--small` is sized for a
-2-core CPU and the offline default model.
-`--model random:<hub id>` trains an architecture twin (random weights): the real memory and speed,
-offline, for measuring only.
+The presets are in minipods.presets (docs/training.md has the table).
 
-Outputs in OUTPUT_DIR: metrics.jsonl (one row per step; evaluation rows add eval_accuracy),
-eval/step_NNNNN.jsonl (one row per held-out question of each evaluation: index, gold, pred, correct),
-learning_curve.png (reward, accuracy, completion length per step), config.json (every setting and the data source used), checkpoint/ (LoRA adapter, optimizer, RNG
-states, step; written atomically every `save_every` steps and on Ctrl-C), adapter/ (final). The
-last line printed compares the first and the last evaluation on the same questions, with a paired
-95% interval (minipods.evaluate.paired_difference).
+OUTPUT_DIR holds metrics.jsonl (one row per step), eval/step_NNNNN.jsonl (one row per held-out
+question of each evaluation), learning_curve.png, config.json, checkpoint/ (every `save_every`
+steps and on Ctrl-C) and adapter/ (final). The last line printed compares the first and the last
+evaluation on the same questions, with a paired 95% interval.
 """
 
 from __future__ import annotations
@@ -42,16 +34,14 @@ import torch
 from minipods import checkpoint as ckpt_io
 from minipods import rollouts
 from minipods.checkpoint import eval_path, eval_steps
-from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
+from minipods.cli import Parser, add_dataclass_args, check_choices, check_positive, fail, overrides, setting
 from minipods.data import build_prompt, check_level, load_task
 from minipods.downsample import RULES, select_groups
 from minipods.evaluate import evaluate_to_file, format_change, learning_change
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.fast.update import fast_grpo_update
 from minipods.grpo import LOSS_TYPES, group_advantages, grpo_update, loss_scaler
-from minipods.model import peak_mb
-from minipods.model import (DEFAULT_MODEL, ModelNotFoundError, check_quantize, default_device, load_policy,
-                            resolve_model)
+from minipods.model import DEFAULT_MODEL, ModelNotFoundError, check_quantize, load_policy, peak_mb, resolve_model
 from minipods.presets import PRESETS
 from minipods.rewards import is_full_format, score_completions
 
@@ -71,8 +61,7 @@ class TrainConfig:
     lora_alpha: int = setting(64, "LoRA alpha (paper: 64)")
     lora_dropout: float = setting(0.0, "LoRA dropout")
     gradient_checkpointing: bool = setting(False, "recompute activations in backward (less memory, slower)")
-    fast: bool = setting(True, "the fast engine (minipods.fast: shared prefill, inverse-CDF sampler, folded "
-                               "inference copy, shared-prompt update without silent rows); --no-fast runs the plain reference")
+    fast: bool = setting(True, "the fast engine (minipods.fast: the same results, less work); --no-fast: the plain reference")
     # PODS
     method: str = setting("pods", "grpo (update on all n rollouts, m = n) | pods (generate n, update on m)")
     n: int = setting(16, "rollouts generated per prompt")
@@ -142,40 +131,25 @@ def make_config(preset: str | None = None, **overrides) -> TrainConfig:
 
 def validate(cfg: TrainConfig) -> None:
     """Raise ValueError (one line, naming the flag) for a setting that cannot work."""
-    def bad(msg):
-        raise ValueError(msg)
     if cfg.method not in ("grpo", "pods"):
-        bad(f"--method must be grpo or pods, got {cfg.method!r}")
-    if cfg.rule not in RULES:
-        bad(f"--rule must be one of {', '.join(RULES)}, got {cfg.rule!r}")
-    if cfg.n < 1:
-        bad(f"--n must be >= 1, got {cfg.n}")
-    if cfg.m < 1:
-        bad(f"--m must be >= 1, got {cfg.m}")
+        raise ValueError(f"--method must be grpo or pods, got {cfg.method!r}")
+    check_choices(cfg, {"rule": RULES, "adv_norm": ("kept", "all"), "data": ("gsm8k", "synthetic"),
+                        "optimizer": ("auto", "adamw", "adamw8bit"), "loss_type": LOSS_TYPES})
+    check_positive(cfg, ("n", "m", "prompts_per_step", "max_new_tokens", "max_steps", "micro_batch_size",
+                         "update_epochs", "gen_batch_size", "save_every", "logprob_chunk", "lora_r",
+                         "max_prompt_tokens"))
     if cfg.m > cfg.n:
-        bad(f"--m ({cfg.m}) must not exceed --n ({cfg.n})")
+        raise ValueError(f"--m ({cfg.m}) must not exceed --n ({cfg.n})")
     if cfg.method == "grpo" and cfg.m != cfg.n:
-        bad(f"--method grpo updates on all rollouts: --m ({cfg.m}) must equal --n ({cfg.n})")
-    if cfg.adv_norm not in ("kept", "all"):
-        bad(f"--adv-norm must be kept or all, got {cfg.adv_norm!r}")
-    if cfg.data not in ("gsm8k", "synthetic"):
-        bad(f"--data must be gsm8k or synthetic, got {cfg.data!r}")
+        raise ValueError(f"--method grpo updates on all rollouts: --m ({cfg.m}) must equal --n ({cfg.n})")
     check_level(cfg.synthetic_level)
     check_quantize(cfg.quantize)
-    if cfg.optimizer not in ("auto", "adamw", "adamw8bit"):
-        bad(f"--optimizer must be auto, adamw or adamw8bit, got {cfg.optimizer!r}")
-    for name in ("prompts_per_step", "max_new_tokens", "max_steps", "micro_batch_size", "update_epochs",
-                 "gen_batch_size", "save_every", "logprob_chunk", "lora_r", "max_prompt_tokens"):
-        if getattr(cfg, name) < 1:
-            bad(f"--{name.replace('_', '-')} must be >= 1, got {getattr(cfg, name)}")
     if cfg.lr <= 0 or not math.isfinite(cfg.lr):
-        bad(f"--lr must be a positive number, got {cfg.lr}")
+        raise ValueError(f"--lr must be a positive number, got {cfg.lr}")
     if cfg.temperature <= 0:
-        bad(f"--temperature must be > 0, got {cfg.temperature}")
-    if cfg.loss_type not in LOSS_TYPES:
-        bad(f"--loss-type must be one of {', '.join(LOSS_TYPES)}, got {cfg.loss_type!r}")
+        raise ValueError(f"--temperature must be > 0, got {cfg.temperature}")
     if min(cfg.beta, cfg.eval_every, cfg.eval_limit, cfg.budget_s, cfg.eval_every_s) < 0:
-        bad("--beta, --eval-every, --eval-every-s, --eval-limit and --budget-s must be >= 0")
+        raise ValueError("--beta, --eval-every, --eval-every-s, --eval-limit and --budget-s must be >= 0")
 
 
 # ---------------------------------------------------------------- one step of Algorithm 1
@@ -192,9 +166,9 @@ def step_items(items: list[dict], step: int, k: int, seed: int) -> list[dict]:
 
 
 def select_kept(rewards: torch.Tensor, n: int, m: int, rule: str, seed: int, step: int) -> list[int]:
-    """The flat row indices (into the P*n rollouts, group-major) of the m rollouts kept per prompt,
-    in increasing order: exactly the rows the update trains on. rewards: (P*n,)."""
-    gen = np.random.default_rng([seed, step, 7])  # the random rule is reproducible per step
+    """The flat row indices (ascending, into the P*n group-major rollouts) of the m kept per prompt:
+    the rows the update trains on. The random rule's generator is seeded per step (reproducible)."""
+    gen = np.random.default_rng([seed, step, 7])
     return select_groups(rewards, n, m, rule, generator=gen)
 
 
@@ -268,8 +242,8 @@ def _evaluate(model, tok, eval_items, cfg, out: Path, step: int) -> dict:
 
 
 def train(cfg: TrainConfig, model=None, tokenizer=None) -> Path:
-    """Run (or resume) training; returns the output folder. `model`/`tokenizer` may be passed in
-    (e.g. a tiny model in tests); otherwise `cfg.model` is loaded. One process per run folder."""
+    """Run (or resume) training in one process per run folder; returns it. `model`/`tokenizer`: a
+    policy to train (e.g. the tests' tiny model) instead of loading `cfg.model`."""
     out = ckpt_io.prepare_output_dir(Path(cfg.output_dir))
     with ckpt_io.stop_on_os_error(out), ckpt_io.RunLock(out):
         return _train_locked(cfg, out, model, tokenizer)
@@ -297,10 +271,9 @@ def _restore(ck: dict | None, out: Path, model, optimizer, device: str) -> dict:
         state = {k: ck["state"][k] for k in state}
         optimizer.load_state_dict(ck["trainer"]["optimizer"])
         ckpt_io.set_rng_state(ck["trainer"]["rng"])
-        rows = [r for r in ckpt_io.read_log(metrics_path) if r["step"] <= state["step"]]
-        ckpt_io.write_atomic(metrics_path, "".join(json.dumps(r) + "\n" for r in rows))
+        ckpt_io.write_rows(metrics_path, [r for r in ckpt_io.read_log(metrics_path) if r["step"] <= state["step"]])
     else:
-        ckpt_io.write_atomic(metrics_path, "")
+        ckpt_io.write_rows(metrics_path, [])
     for k in eval_steps(out):
         if k > state["step"]:
             eval_path(out, k).unlink()
@@ -319,26 +292,23 @@ def _setup(cfg: TrainConfig, model, tokenizer):
                                level=cfg.synthetic_level)[0]
     if model is None:
         model, tokenizer = load_policy(cfg.model, quantize=cfg.quantize, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
-                                       lora_dropout=cfg.lora_dropout, dtype=cfg.dtype,
-                                       device=default_device() if cfg.device == "auto" else cfg.device,
+                                       lora_dropout=cfg.lora_dropout, dtype=cfg.dtype, device=cfg.device,
                                        gradient_checkpointing=cfg.gradient_checkpointing)
     return items, eval_items, source, model, tokenizer, str(next(model.parameters()).device)
 
 
 def _progress_bar(cfg: TrainConfig, start: int):
-    if not cfg.progress:
-        return None
-    from tqdm.auto import tqdm
-    return tqdm(total=cfg.max_steps, initial=start, desc=f"{cfg.method} n={cfg.n} m={cfg.m}", unit="step")
+    from tqdm.auto import tqdm  # disabled (--no-progress): every call is a no-op
+    return tqdm(total=cfg.max_steps, initial=start, desc=f"{cfg.method} n={cfg.n} m={cfg.m}", unit="step",
+                disable=not cfg.progress)
 
 
 def _show(bar, row: dict) -> None:
-    if bar is not None:
-        bar.update(1)
-        post = {"reward": f"{row['reward_mean']:.3f}", "acc": f"{row['correct_frac']:.2f}"}
-        if "eval_accuracy" in row:
-            post["eval"] = f"{row['eval_accuracy']:.3f}"
-        bar.set_postfix(post)
+    bar.update(1)
+    post = {"reward": f"{row['reward_mean']:.3f}", "acc": f"{row['correct_frac']:.2f}"}
+    if "eval_accuracy" in row:
+        post["eval"] = f"{row['eval_accuracy']:.3f}"
+    bar.set_postfix(post)
 
 
 def eval_due(cfg: TrainConfig, step: int, before_s: float, after_s: float) -> bool:
@@ -390,8 +360,7 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
               file=sys.stderr)
         raise
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     ckpt_io.save_adapter(out, model)
     report_learning(out)
     return out
@@ -424,7 +393,6 @@ def config_from_args(argv=None) -> TrainConfig:
 
 
 def main(argv=None) -> int:
-    prog = "minipods.train"
     try:
         cfg = config_from_args(argv)
         if cfg.model != DEFAULT_MODEL:
@@ -433,7 +401,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         return 130
     except (ValueError, ModelNotFoundError, ckpt_io.RunError) as e:
-        return fail(prog, e)
+        return fail("minipods.train", e)
     print(f"done: {out}")
     return 0
 

@@ -1,7 +1,5 @@
 """`python -m minipods.trl_pods`: see minipods.scale.trl_pods."""
-import sys
-
 from minipods.scale.trl_pods import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -15,12 +15,8 @@ from transformers.cache_utils import DynamicLayer
 
 
 class RoomyLayer(DynamicLayer):
-    """A DynamicLayer whose keys/values are views of a buffer with `room` spare positions.
-
-    The buffers are position-major, (capacity, B, h, d), so the filled part is one contiguous
-    block and each step's write is one too; keys/values are (B, h, L, d) views of it, as
-    transformers expects. The attention products read the same numbers through other strides
-    (the same results: tests/test_fast.py), and faster (docs/performance.md)."""
+    """A DynamicLayer whose keys/values are (B, h, L, d) views of a position-major buffer (capacity,
+    B, h, d) with `room` spare positions: the filled part and each step's write are contiguous."""
 
     def __init__(self, room: int):
         super().__init__()
@@ -49,6 +45,14 @@ class RoomyLayer(DynamicLayer):
         if n:
             buf[:n].copy_(old.permute(2, 0, 1, 3))
         return buf
+
+
+def plain_layers(cache) -> list | None:
+    """The layers of a plain DynamicCache (every layer a DynamicLayer); None for sliding-window or
+    other layer kinds, where the fast paths fall back to the plain ones."""
+    if type(cache) is not DynamicCache or any(type(layer) is not DynamicLayer for layer in cache.layers):
+        return None
+    return cache.layers
 
 
 def roomy_cache(kv: list[tuple[torch.Tensor, torch.Tensor]] | None, room: int,

@@ -1,22 +1,13 @@
 """The fast rollout engine: `minipods.rollouts.generate_rollouts`'s contract, with less work.
 
 Same prompts in, same `Rollouts` out, the same distribution sampled (tests/test_fast.py holds it
-equal to the plain reference: greedy completions identical in float32, sampled tokens within
-sampling noise, the policy's weights never written). HF `generate` still runs the decode loop;
-five levers make it cheaper (docs/performance.md has what each buys, measured):
-
-  * shared prefill: each distinct prompt runs through the model once (all but its last token) and
-    its KV cache is copied to its n rows, instead of prefilling the same prompt n times;
-  * inverse-CDF sampling (minipods.fast.sampler): one uniform per row and step from torch's global
-    RNG, instead of `torch.multinomial`;
-  * on CPU, decoding with a separate inference copy of the policy whose weights hold the LoRA
-    adapter folded in (minipods.fast.inference; the trained weights are never touched), with
-    float32 upcasts of bf16 weights on CPUs without native bf16 matmuls;
-  * on CPU, that copy's linears and LM head hold oneDNN packed weights (inference.PackedLinear),
-    whose small-batch kernels beat the plain float32 GEMM at a decode step's few rows, with each
-    layer's q/k/v and gate/up projections packed together and run as one matmul (PackedGroup);
-  * a KV cache that writes each step into room allocated once (minipods.fast.cache) instead of
-    concatenating, which copies every layer's whole cache every step.
+equal to the plain reference; the policy's weights are never written). HF `generate` still runs
+the decode loop; the levers (docs/performance.md measures each):
+  * shared prefill: each distinct prompt runs once and its KV cache is copied to its n rows;
+  * inverse-CDF sampling (fast.sampler): one uniform per row and step instead of torch.multinomial;
+  * on CPU, an inference copy with the LoRA adapter folded in (fast.inference), its linears as
+    oneDNN packed weights, q/k/v and gate/up run as one matmul each;
+  * a KV cache that writes each step into room allocated once (fast.cache), not torch.cat.
 """
 
 from __future__ import annotations
@@ -25,7 +16,7 @@ import time
 
 import torch
 
-from minipods.fast.cache import roomy_cache
+from minipods.fast.cache import plain_layers, roomy_cache
 from minipods.fast.inference import PackedLinear, PackedSibling, can_fold, folded_copy
 from minipods.fast.sampler import InverseCDFSampler
 from minipods.model import base_model_of, generation_mode
@@ -34,20 +25,15 @@ from minipods.rollouts import Rollouts, assemble, eos_ids, generation_kwargs, po
 
 def prefill_distinct(model, ids: torch.Tensor, am: torch.Tensor):
     """Run the distinct prompts (G, P) once, all but their last token; return each layer's (keys,
-    values), (G, heads, P-1, head_dim), or None where the cache is not a plain DynamicCache
-    (sliding-window or other layer kinds: then every row is prefilled by `generate` as before)."""
-    from transformers import DynamicCache
-    from transformers.cache_utils import DynamicLayer
-
+    values), (G, heads, P-1, head_dim), or None where the cache is not a plain DynamicCache (then
+    `generate` prefills every row)."""
     if ids.shape[1] < 2:
         return None
     pos = positions_from_mask(am)
     out = base_model_of(model).get_decoder()(input_ids=ids[:, :-1], attention_mask=am[:, :-1],
                                              position_ids=pos[:, :-1], use_cache=True)  # no logits needed
-    cache = out.past_key_values
-    if type(cache) is not DynamicCache or any(type(layer) is not DynamicLayer for layer in cache.layers):
-        return None
-    return [(layer.keys, layer.values) for layer in cache.layers]
+    layers = plain_layers(out.past_key_values)
+    return None if layers is None else [(layer.keys, layer.values) for layer in layers]
 
 
 def _decode(gen, prompt_ids, prompt_mask, group, kv, starts, batch_size, sampler, max_new_tokens, pad, eos,
@@ -77,22 +63,11 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
                       max_prompt_tokens: int | None = None, do_sample: bool = True,
                       progress: bool = False, fold_adapter: bool | None = None, pack_weights: bool | None = None,
                       grow_in_place: bool = True, fuse_siblings: bool = True) -> Rollouts:
-    """minipods.rollouts.generate_rollouts, fast. Arguments as there (the same guarantees on
-    batch_size: greedy completions independent of it; sampled ones reproducible for a seed and
-    batch_size, each row drawing one uniform per step in chunk order), plus
-
-    fold_adapter: decode with fast.inference.folded_copy (the LoRA adapter folded into a separate
-        copy of the weights, refreshed each call). None = on CPU where it applies. It never applies
-        to 4-bit models (the copy would cost them their memory advantage): they decode with the
-        unmerged adapter. On CUDA it is opt-in (True): it costs one more copy of the adapted weights.
-    pack_weights: the folded copy's linears as oneDNN packed weights (folded_copy's `pack`; None =
-        where it applies: a float32 copy on a CPU).
-    grow_in_place: decode with fast.cache's KV cache that writes into preallocated room instead of
-        concatenating every step.
-    fuse_siblings: with packed weights, each layer's q/k/v and gate/up projections run as one
-        matmul each (folded_copy's `fuse`; the same outputs).
-    meta of the result: fold_s, prefill_s, decode_s (seconds), steps (decode steps), folded and
-    shared_prefill (which levers applied).
+    """minipods.rollouts.generate_rollouts, fast: arguments and batch_size guarantees as there, plus
+    the levers, each None = where it applies: fold_adapter (fast.inference.folded_copy: on CPU, never
+    for 4-bit models; opt-in on CUDA, where it costs one more copy of the adapted weights),
+    pack_weights and fuse_siblings (folded_copy's pack and fuse), grow_in_place (fast.cache).
+    meta of the result: fold_s, prefill_s, decode_s, steps, and which levers applied.
     """
     from transformers import LogitsProcessorList
 

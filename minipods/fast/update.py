@@ -2,24 +2,19 @@
 
 The m kept rows of one prompt share its tokens, so the backbone runs each distinct prompt of a
 micro-batch once and its rows' completions attend to that one pass (its keys/values expanded to
-the rows with autograd, so the gradient flows back through the prompt pass exactly as through m
-copies of it). Same log-probs and gradient (tests/test_fast.py), less work (docs/performance.md).
-fast_grpo_update also leaves out the rows whose advantage is 0 (they add nothing to the gradient)
-unless `skip_silent=False` (`--no-skip-silent`): then every kept row pays its forward and backward,
-as in the authors' trainer and TRL, the pricing the paper's wall-clock numbers were measured under.
-Micro-batches stay runs of `micro_batch_size` consecutive rows (rows are group-major), so memory
-bounds and the accumulated full-batch gradient are as in the plain update; a group split across two
-micro-batches is run once in each, so a micro_batch_size that is a multiple of m shares the most.
-
-It falls back to one pass per row where it does not apply: gradient checkpointing (transformers
-drops the KV cache inside checkpointed layers), models whose cache is not a plain DynamicCache
-(e.g. sliding-window layers), or rows of one group with different prompt tokens.
+the rows with autograd, so the gradient flows back exactly as through m copies). Same log-probs and
+gradient (tests/test_fast.py), less work (docs/performance.md). Micro-batches stay runs of
+`micro_batch_size` consecutive rows, so memory and the accumulated gradient are as in the plain
+update. It falls back to one pass per row under gradient checkpointing (transformers drops the KV
+cache inside checkpointed layers), for caches that are not a plain DynamicCache, or for rows of one
+group with different prompt tokens.
 """
 
 from __future__ import annotations
 
 import torch
 
+from minipods.fast.cache import plain_layers
 from minipods.grpo import backbone_and_head, grpo_update, logprobs_from_states, rollout_logprobs
 from minipods.model import gradient_checkpointing_on
 from minipods.rollouts import Rollouts, positions_from_mask
@@ -29,7 +24,6 @@ def shared_prompt_states(model, mb: Rollouts) -> torch.Tensor | None:
     """(B, C, H) hidden states predicting the completion tokens, with each distinct prompt run once;
     None where this does not apply (then the caller runs every row in full)."""
     from transformers import DynamicCache
-    from transformers.cache_utils import DynamicLayer
 
     backbone, _ = backbone_and_head(model)
     device = next(model.parameters()).device
@@ -44,8 +38,8 @@ def shared_prompt_states(model, mb: Rollouts) -> torch.Tensor | None:
         return None
     out = backbone(input_ids=ids[first, :P], attention_mask=am[first, :P], position_ids=pos[first, :P],
                    use_cache=True)  # (G, P, H): each prompt once
-    cache = out.past_key_values
-    if type(cache) is not DynamicCache or any(type(layer) is not DynamicLayer for layer in cache.layers):
+    layers = plain_layers(out.past_key_values)
+    if layers is None:
         return None
     # every row continues from its prompt's keys/values; indexing keeps the autograd graph, so the
     # rows' gradients are summed into the one prompt pass. index_select, not keys[inv]: the backward
@@ -53,7 +47,7 @@ def shared_prompt_states(model, mb: Rollouts) -> torch.Tensor | None:
     # dependent order on a multi-threaded CPU, so seeded runs parted in the last bits
     # (docs/results.md); index_select's backward (index_add_) adds them in a fixed order.
     rows = DynamicCache(ddp_cache_data=[(layer.keys.index_select(0, inv), layer.values.index_select(0, inv))
-                                        for layer in cache.layers])
+                                        for layer in layers])
     h_c = backbone(input_ids=ids[:, P:], attention_mask=am, position_ids=pos[:, P:], past_key_values=rows,
                    use_cache=True).last_hidden_state  # (B, C, H)
     h_last = out.last_hidden_state[:, -1].index_select(0, inv)  # (B, H): the last prompt position predicts token 0
@@ -73,14 +67,12 @@ def shared_logprobs(model, mb: Rollouts, temperature: float = 1.0, chunk_tokens:
 
 def fast_grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, beta: float = 0.0,
                      skip_silent: bool = True, **kwargs) -> dict:
-    """minipods.grpo.grpo_update with the shared-prompt pass, and, when beta = 0 and `skip_silent`,
-    without the passes of rows whose advantage is 0. Such a row's loss terms, -min(r A, clip(r) A)
-    with A = 0, are 0 whatever the log-probs, so it adds exactly nothing to the gradient; with
-    max-variance down-sampling that is every kept row of a group whose n rewards all agree. The loss
-    is still averaged over the whole batch's tokens (or rows, loss_type "grpo"), so the gradient is
-    the full update's (to float rounding: fewer terms summed). When every row is silent one is kept,
-    so the optimizer steps on an all-zero gradient exactly as the full update does (Adam's moments
-    and weight decay still move). kwargs: grpo_update's."""
+    """minipods.grpo.grpo_update with the shared-prompt pass, and, when beta = 0 and `skip_silent`
+    (--no-skip-silent: every kept row pays, as in the authors' trainer and TRL), without the rows
+    whose advantage is 0: their loss terms -min(r A, clip(r) A) are 0 whatever the log-probs. The
+    loss is still averaged over the whole batch's tokens (or rows), so the gradient is the full
+    update's, to float rounding. When every row is silent one is kept, so the optimizer still steps
+    (Adam's moments and weight decay move) as in the full update. kwargs: grpo_update's."""
     num_tokens, num_rows = max(int(batch.completion_mask.sum()), 1), len(batch)
     if beta == 0 and skip_silent:
         live = advantages.nonzero().flatten().tolist() or [0]

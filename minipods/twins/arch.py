@@ -1,10 +1,8 @@
-"""Architecture twins: a known hub architecture with random weights, built offline.
+"""Architecture twins: a known hub architecture with seeded random weights, built offline.
 
-The GPU claims (4-bit memory, update and generation speed of the paper's Qwen2.5-3B recipe) can be
-measured on any machine with no hub access: `--model random:<hub id>` (minipods.model.resolve_model)
-builds the real architecture (shapes, parameter count, memory, speed) from the config values kept
-here, with seeded random weights and a byte-level tokenizer. Its text is noise: for measuring
-memory and speed, never accuracy.
+`--model random:<hub id>` builds the real architecture (shapes, parameter count, memory, speed)
+from the config values kept here, with a byte-level tokenizer, so the GPU claims of the paper's
+Qwen2.5-3B recipe can be measured with no hub access. Its text is noise: never for accuracy.
 """
 
 from __future__ import annotations
@@ -38,12 +36,19 @@ TWIN_SEED = 0  # a twin's weights are seeded: every run and process builds the s
 TWIN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]  # ids 256, 257, 258 (pad, -, eos)
 TWIN_CHAT_TEMPLATE = (  # Qwen2.5's ChatML layout, without its default system prompt
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
 
 class UnknownTwinError(ValueError):
     pass
+
+
+def _known(hub_id: str) -> str:
+    """`hub_id` without the random: prefix; UnknownTwinError unless a twin of it is kept here."""
+    hub_id = hub_id[len(TWIN_PREFIX):] if hub_id.startswith(TWIN_PREFIX) else hub_id
+    if hub_id not in TWIN_CONFIGS:
+        raise UnknownTwinError(f"unknown twin {hub_id!r}; known: {', '.join(TWIN_CONFIGS)}")
+    return hub_id
 
 
 def parse_twin(spec: str) -> tuple[str, dict]:
@@ -57,40 +62,24 @@ def parse_twin(spec: str) -> tuple[str, dict]:
             raise UnknownTwinError(f"bad twin option {kv!r} in {spec!r}; expected KEY=N with KEY in "
                                    f"{', '.join(SHRINK_KEYS)}")
         shrink[k] = int(v)
-    if hub_id not in TWIN_CONFIGS:
-        raise UnknownTwinError(f"unknown twin {hub_id!r}; known: {', '.join(TWIN_CONFIGS)}")
-    return hub_id, shrink
+    return _known(hub_id), shrink
 
 
 def twin_config(hub_id: str, **shrink):
-    """The transformers config of a known hub architecture, from values kept in this package.
-
-    `shrink` (layers=, hidden=, intermediate=, heads=, kv_heads=, vocab=) overrides sizes for a
-    smaller network of the same family (tests). Unknown ids raise UnknownTwinError (a ValueError).
-    """
+    """The transformers config of a known hub architecture, from values kept in this package;
+    `shrink` (SHRINK_KEYS) sizes a smaller network of the same family (tests)."""
     from transformers import AutoConfig
 
-    hub_id = hub_id[len(TWIN_PREFIX):] if hub_id.startswith(TWIN_PREFIX) else hub_id
-    if hub_id not in TWIN_CONFIGS:
-        raise UnknownTwinError(f"unknown twin {hub_id!r}; known: {', '.join(TWIN_CONFIGS)}")
+    hub_id = _known(hub_id)
     bad = sorted(set(shrink) - set(SHRINK_KEYS))
     if bad:
         raise UnknownTwinError(f"unknown shrink key(s) {bad}; expected some of {', '.join(SHRINK_KEYS)}")
-    values = {k: v for k, v in TWIN_CONFIGS[hub_id].items() if k not in ("architectures", "model_type")}
+    values = {k: v for k, v in TWIN_CONFIGS[hub_id].items() if k != "model_type"}
     values.update({SHRINK_KEYS[k]: v for k, v in shrink.items()})
     for k in ("bos_token_id", "eos_token_id"):  # a shrunk vocabulary may not hold the real special ids
         if values[k] >= values["vocab_size"]:
             values[k] = None
-    cfg = AutoConfig.for_model(TWIN_CONFIGS[hub_id]["model_type"], **values)
-    cfg.architectures = list(TWIN_CONFIGS[hub_id]["architectures"])
-    return cfg
-
-
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte -> printable character map (what the byte-level pre-tokenizer emits)."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    extra = [b for b in range(256) if b not in keep]
-    return {**{b: chr(b) for b in keep}, **{b: chr(256 + i) for i, b in enumerate(extra)}}
+    return AutoConfig.for_model(TWIN_CONFIGS[hub_id]["model_type"], **values)
 
 
 def twin_tokenizer():
@@ -98,8 +87,9 @@ def twin_tokenizer():
     256-258. Any text encodes; ids >= 259 (most of a twin's vocabulary) decode to nothing."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import bytes_to_unicode  # GPT-2's byte -> character map
 
-    b2u = _bytes_to_unicode()
+    b2u = bytes_to_unicode()
     vocab = {b2u[b]: b for b in range(256)} | {t: 256 + i for i, t in enumerate(TWIN_SPECIALS)}
     tk = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
@@ -123,20 +113,16 @@ def build_twin(spec: str, device: str | None = None, dtype: torch.dtype = torch.
     if cfg.vocab_size < len(tok):
         raise UnknownTwinError(f"a twin's vocab must hold its tokenizer's {len(tok)} ids, got {cfg.vocab_size}")
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    # seeded, without moving the caller's random state (a run must not depend on whether the twin
-    # was built in this process or found in the cache)
+    # seeded, leaving the caller's RNG as it was (a run must not depend on whether the twin was cached)
     with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []), dev:
         torch.manual_seed(TWIN_SEED)
-        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype)
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype)  # generation_config: cfg's pad and eos
     return model, tok
 
 
 def twin_folder(spec: str, root: str | os.PathLike) -> Path:
-    """The twin as an HF folder (bf16 safetensors + tokenizer), built once and cached under `root`
-    (minipods.model passes its cache_dir()/twins), so `from_pretrained` (and its 4-bit
-    quantisation) opens it like any model. It is built on the GPU when there is one."""
+    """The twin as an HF folder (bf16 safetensors + tokenizer), built once (on the GPU if there is
+    one) and cached under `root`, so `from_pretrained` (and its 4-bit quantisation) opens it."""
     hub_id, shrink = parse_twin(spec)
     name = hub_id.replace("/", "--") + "".join(f"-{k}{v}" for k, v in sorted(shrink.items()))
     dest = Path(root) / f"{name}-seed{TWIN_SEED}"
@@ -148,9 +134,8 @@ def twin_folder(spec: str, root: str | os.PathLike) -> Path:
         model, tok = build_twin(spec)
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
-        on_cuda = next(model.parameters()).is_cuda
         del model
-        if on_cuda:  # the build is not part of any measurement: forget its GPU memory and peak
+        if torch.cuda.is_available():  # built there, but not part of any measurement: forget its memory and peak
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()
         os.replace(tmp, dest) if not dest.exists() else shutil.rmtree(tmp)

@@ -1,8 +1,5 @@
-"""The tiny test model: a randomly initialised 2-layer Llama and a character tokenizer, built in code.
-
-Tests and quick checks run every code path (rollouts, the update, 4-bit, checkpoints) on it in
-milliseconds, with no files. Its text is noise.
-"""
+"""The tiny test model: a random 2-layer Llama and a character tokenizer, built in code (no files),
+on which tests run every code path in milliseconds. Its text is noise."""
 
 from __future__ import annotations
 
@@ -16,8 +13,7 @@ TINY_CHARS = [chr(c) for c in range(32, 127)] + ["\n"]
 TINY_SPECIALS = ["<pad>", "<eos>", "<unk>"]
 TINY_CHAT_TEMPLATE = (
     "{% for m in messages %}[{{ m['role'] }}]\n{{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}[assistant]\n{% endif %}"
-)
+    "{% if add_generation_prompt %}[assistant]\n{% endif %}")
 
 
 def tiny_tokenizer():
@@ -46,12 +42,9 @@ def tiny_policy(seed: int = 0, lora_r: int = 8, lora_alpha: int = 16, hidden: in
                       max_position_embeddings=1024, tie_word_embeddings=True,
                       pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=None)
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(cfg)
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
+    model = LlamaForCausalLM(cfg)  # its generation_config takes cfg's pad and eos
     if quantize == "4bit":
-        # Quantise the freshly built model in place with bitsandbytes (the path load_policy takes
-        # through from_pretrained), so the 4-bit code runs on a model that needs no files.
+        # quantised by from_pretrained, as load_policy does, from a temporary folder
         with tempfile.TemporaryDirectory() as d:
             model.save_pretrained(d)
             tok.save_pretrained(d)
@@ -59,5 +52,3 @@ def tiny_policy(seed: int = 0, lora_r: int = 8, lora_alpha: int = 16, hidden: in
     if lora:
         model = add_lora(model, lora_r, lora_alpha, quantized=quantize == "4bit")
     return model, tok
-
-
