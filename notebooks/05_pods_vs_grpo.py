@@ -35,7 +35,7 @@
 # | full | SmolLM2-135M-Instruct | synthetic problems | the `small` preset (GRPO $n=m=4$ vs PODS $n=8, m=4$), cut to 2 prompts per step, 6 steps, 16 test questions |
 #
 # To plot a finished comparison instead of running one here, set `MINIPODS_NB_COMPARE_DIR` to its
-# folder (an absolute path), e.g. after `python -m minipods.compare --small --output-dir runs/compare`
+# folder (an absolute path), e.g. after `python -m minipods.compare --preset small --output-dir runs/compare`
 # in the repository root (the full 32-step preset). Re-running this notebook reuses its own finished arms
 # in `runs/nb05` (`minipods.compare` skips arms marked done).
 
@@ -222,7 +222,7 @@ axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0)); plt.ti
 # test question is worth here, how wide the paired interval of the final evaluations is, and on how many
 # questions "PODS reached GRPO's peak" (the summary's time to target) turns. A difference inside that
 # interval is not evidence either way. Several seeds and more questions (`python -m minipods.compare
-# --small --seeds 0,1,2,3,4`, the five-seed study in docs/results.md) narrow it, counted as they should be:
+# --preset small --seeds 0,1,2,3,4`, the five-seed study in docs/results.md) narrow it, counted as they should be:
 # the training run is the unit, so an arm difference gets its interval over seeds (there, PODS minus GRPO
 # +1.4 points [−16.0, +18.8] over five runs), not over the seeds' pooled questions.
 #
