@@ -3,10 +3,7 @@ random weights, an offline byte-level tokenizer; plus the GPU path (4-bit on CUD
 `cuda`-marked tests that are skipped without a GPU."""
 
 import math
-import os
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -19,7 +16,6 @@ from minipods.twins.arch import (TWIN_CONFIGS, UnknownTwinError, build_twin, par
                                  twin_tokenizer)
 from minipods.rollouts import generate_rollouts
 
-ROOT = Path(__file__).resolve().parent.parent
 KNOWN = ["Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-3B-Instruct"]
 # a 2-layer twin of the 0.5B family, narrow enough for a CPU test (vocab 512 holds the 259 token ids)
 SMALL = "random:Qwen/Qwen2.5-0.5B-Instruct:layers=2,hidden=64,intermediate=128,heads=4,kv_heads=2,vocab=512"
@@ -147,16 +143,19 @@ def test_train_cli_unknown_twin_exits_2_with_one_line(capsys):
     assert err.startswith("minipods.train: error: unknown twin 'nope'; known: " + ", ".join(KNOWN))
 
 
-def test_train_two_steps_on_a_shrunk_twin(tmp_path):
-    """`python -m minipods.train --model random:...` end to end on a CPU (tiny lengths)."""
+@pytest.mark.filterwarnings("ignore:'minipods.train' found in sys.modules:RuntimeWarning")
+def test_train_two_steps_on_a_shrunk_twin(tmp_path, monkeypatch):
+    """`python -m minipods.train --model random:...` end to end on a CPU (tiny lengths). In-process:
+    runpy runs the module as __main__, as `python -m` does, without a second interpreter's imports."""
     import json
-    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    import runpy
     out = tmp_path / "run"
-    p = subprocess.run([sys.executable, "-m", "minipods.train", "--model", SMALL, "--data", "synthetic", "--n", "4",
-                        "--m", "2", "--prompts-per-step", "1", "--max-new-tokens", "6", "--max-steps", "2",
-                        "--lora-r", "4", "--no-progress", "--output-dir", str(out)],
-                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
+    monkeypatch.setattr(sys, "argv", ["minipods.train", "--model", SMALL, "--data", "synthetic", "--n", "4",
+                                      "--m", "2", "--prompts-per-step", "1", "--max-new-tokens", "6", "--max-steps", "2",
+                                      "--lora-r", "4", "--no-progress", "--output-dir", str(out)])
+    with pytest.raises(SystemExit) as e:
+        runpy.run_module("minipods.train", run_name="__main__")
+    assert e.value.code == 0
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2] and all(r["skipped"] == 0 and r["tokens"] == 4 * 6 for r in rows)
     assert json.loads((out / "config.json").read_text())["model"] == SMALL
