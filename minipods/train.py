@@ -299,8 +299,10 @@ def _setup(cfg: TrainConfig, model, tokenizer):
 
 def _progress_bar(cfg: TrainConfig, start: int):
     from tqdm.auto import tqdm  # disabled (--no-progress): every call is a no-op
-    return tqdm(total=cfg.max_steps, initial=start, desc=f"{cfg.method} n={cfg.n} m={cfg.m}", unit="step",
-                disable=not cfg.progress)
+    # a training-time budget ends the run, not max_steps: a step total would promise a false ETA
+    budget = f", {cfg.budget_s:.0f} s budget" if cfg.budget_s else ""
+    return tqdm(total=None if cfg.budget_s else cfg.max_steps, initial=start, unit="step",
+                desc=f"{cfg.method} n={cfg.n} m={cfg.m}{budget}", disable=not cfg.progress)
 
 
 def _show(bar, row: dict) -> None:

@@ -203,6 +203,15 @@ def test_adv_norm_kept_and_all(tmp_path, monkeypatch):
     assert not all(torch.allclose(a, b) for a, b in zip(got["kept"], got["all"]))  # the choice matters
 
 
+def test_a_budgeted_run_shows_no_step_total():
+    """With a training-time budget the run ends on time, not at max_steps: no false step ETA."""
+    budgeted = T._progress_bar(T.make_config("laptop"), 0)
+    stepped = T._progress_bar(T.make_config("small"), 0)
+    assert budgeted.total is None and "900 s budget" in budgeted.desc
+    assert stepped.total == 32 and "budget" not in stepped.desc
+    budgeted.close(), stepped.close()
+
+
 def test_budget_s_stops_the_run_and_evaluates_its_last_step(tmp_path, monkeypatch):
     real_step = T.run_step
 
