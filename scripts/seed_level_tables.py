@@ -13,10 +13,10 @@ from minipods.analysis.stats import ratio_interval
 from minipods.analysis.summary import LEARNING, Point, difference, format_difference
 
 STUDIES = {  # name -> (focus arm, step-0 % per seed (one model, every arm), arm -> final % per seed)
-    "compare --small --seeds 0,1,2,3,4 (32 steps)": ("pods_max_variance", [13.3, 20.3, 20.3, 19.5, 15.6], {
+    "compare --preset small --seeds 0,1,2,3,4 (32 steps)": ("pods_max_variance", [13.3, 20.3, 20.3, 19.5, 15.6], {
         "grpo": [41.4, 49.2, 9.4, 57.0, 45.3], "grpo_same_n": [52.3, 4.7, 40.6, 66.4, 45.3],
         "pods_max_variance": [29.7, 37.5, 30.5, 57.8, 53.9], "pods_random": [3.1, 39.1, 39.8, 34.4, 29.7]}),
-    "compare --small --seeds 0,1,2 (16 steps)": ("pods_max_variance", [13.3, 20.3, 20.3], {
+    "compare --small --seeds 0,1,2 (the earlier 16-step preset)": ("pods_max_variance", [13.3, 20.3, 20.3], {
         "grpo": [31.2, 39.1, 7.8], "grpo_same_n": [17.2, 35.2, 39.1], "pods_max_variance": [34.4, 27.3, 47.7]}),
 }
 OLD_TARGET_S = {"grpo": [320, 313, 405], "pods_max_variance": [364, 354, 336]}  # seeds 0, 3, 4 (both reached)
