@@ -39,7 +39,7 @@ from minipods.data import build_prompt, check_level, load_task
 from minipods.downsample import RULES, select_groups
 from minipods.evaluate import evaluate_to_file, format_change, learning_change
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
-from minipods.fast.update import fast_grpo_update
+from minipods.fast.update import fast_grpo_update, update_pricing
 from minipods.grpo import LOSS_TYPES, group_advantages, grpo_update, loss_scaler
 from minipods.model import DEFAULT_MODEL, ModelNotFoundError, check_quantize, load_policy, peak_mb, resolve_model
 from minipods.presets import PRESETS
@@ -327,7 +327,7 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
     items, eval_items, source, model, tokenizer, device = _setup(cfg, model, tokenizer)
     optimizer = make_optimizer(model, cfg, device)
     st = _restore(ck, out, model, optimizer, device)
-    pricing = "skip_silent" if cfg.fast and cfg.skip_silent and cfg.beta == 0 else "every_row"  # what update_s paid
+    pricing = update_pricing(cfg.fast, cfg.skip_silent, cfg.beta)  # what update_s paid
     ckpt_io.write_atomic(out / "config.json", json.dumps({**asdict(cfg), "device": device, "data_source": source,
                                                           "num_train_items": len(items), "update_pricing": pricing},
                                                          indent=1))

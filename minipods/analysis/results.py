@@ -89,7 +89,9 @@ def update_pricing(cfg: dict) -> str:
     """config.json's update_pricing; a run from before it was recorded is read by train's rule, said so."""
     if "update_pricing" in cfg:
         return cfg["update_pricing"]
-    ran = "skip_silent" if cfg.get("fast", True) and not cfg.get("beta", 0.0) else "every_row"
+    from minipods.fast.update import update_pricing as train_rule  # torch and transformers: old runs only
+
+    ran = train_rule(cfg.get("fast", True), cfg.get("skip_silent", True), cfg.get("beta", 0.0))
     return f"{ran} (read so: config.json does not record update_pricing)"
 
 

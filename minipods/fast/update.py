@@ -65,6 +65,12 @@ def shared_logprobs(model, mb: Rollouts, temperature: float = 1.0, chunk_tokens:
     return logprobs_from_states(model, h, mb.completion_ids, mb.completion_mask, temperature, chunk_tokens)
 
 
+def update_pricing(fast: bool, skip_silent: bool, beta: float) -> str:
+    """What a run's update seconds paid for: "skip_silent" (rows with advantage 0 left out, exact only
+    at beta 0 and only in this fast update) or "every_row" (every kept row's forward and backward)."""
+    return "skip_silent" if fast and skip_silent and beta == 0 else "every_row"
+
+
 def fast_grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, beta: float = 0.0,
                      skip_silent: bool = True, **kwargs) -> dict:
     """minipods.grpo.grpo_update with the shared-prompt pass, and, when beta = 0 and `skip_silent`

@@ -21,8 +21,9 @@ headroom stands for the CUDA context and the allocator's slack. Worst case throu
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 
-from minipods.cli import Parser, add_dataclass_args, fail, overrides, setting
+from minipods.cli import Parser, add_dataclass_args, check_positive, fail, overrides, setting
 from minipods.measure import activations as A
 from minipods.measure import footprint as F
 from minipods.measure.common import format_table
@@ -102,10 +103,8 @@ def make_recipe(pc: PlanConfig) -> Recipe:
     opt = "adamw8bit" if v["optimizer"] == "auto" else v["optimizer"]
     if opt not in ("adamw", "adamw8bit"):
         raise ValueError(f"--optimizer must be auto, adamw or adamw8bit, got {v['optimizer']!r}")
-    for k in ("n", "m", "prompts_per_step", "max_prompt_tokens", "max_new_tokens", "micro_batch_size",
-              "gen_batch_size", "logprob_chunk", "eval_batch_size"):
-        if v[k] < 1:
-            raise ValueError(f"--{k.replace('_', '-')} must be >= 1, got {v[k]}")
+    check_positive(SimpleNamespace(**v), ("n", "m", "prompts_per_step", "max_prompt_tokens", "max_new_tokens",
+                                          "micro_batch_size", "gen_batch_size", "logprob_chunk", "eval_batch_size"))
     if v["eval_max_new_tokens"] < 0:
         raise ValueError(f"--eval-max-new-tokens must be >= 0, got {v['eval_max_new_tokens']}")
     if v["m"] > v["n"]:
