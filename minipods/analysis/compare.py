@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+import platform
 import sys
 import time
 from dataclasses import asdict
@@ -230,6 +231,14 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
         return out
 
 
+def cpu_name() -> str:
+    """The CPU's model name: a finished arm records it (wall-clock budgets differ by machine)."""
+    try:
+        return next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
 def _meta(cfgs: dict[str, TrainConfig], preset, overrides) -> dict:
     """What comparison.json records of a set of arms (the plots read it back)."""
     return {"arms": list(cfgs), "baseline": results.BASELINE if "grpo" in cfgs else None, "preset": preset,
@@ -261,7 +270,7 @@ def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_fact
         last = max((r for r in rows if "step_s" in r), key=lambda r: r["step"], default={})
         write_atomic(Path(cfg.output_dir) / DONE, json.dumps(  # a kill before this: the arm resumes (no-op)
             {"step": last.get("step", 0), "elapsed_s": last.get("elapsed_s", 0.0),
-             "wall_s_this_call": time.perf_counter() - t0}) + "\n")
+             "wall_s_this_call": time.perf_counter() - t0, "cpu": cpu_name()}) + "\n")
         del model, tok
         gc.collect()
 
