@@ -1,6 +1,6 @@
 """The checks of scripts/gpu_check.sh that are not library code, one JSON verdict each:
 `python scripts/gpu_check.py --check learn|fp16|greedy --model TWIN`. (Its `paper` and `consumer`
-stages are `python -m minipods.measure.gpu`: the planner against one capped step.)
+stages are `python scripts/gpu_step.py`: the planner against one capped step.)
 
   learn   the learning direction: fixed rollouts, advantage +1 on half of each group's rows and -1 on
           the other half, three updates: the mean log-prob must rise for the +1 rows, fall for the -1

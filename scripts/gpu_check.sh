@@ -10,7 +10,7 @@
 #                versions asserted against the wheels' names; torch and the card printed; dtype auto's
 #                choice for this card; one NF4 round trip on the GPU
 #   twin     45  the 3B and 1.5B architecture twins built once (random weights, cached)
-#   paper   100  `python -m minipods.measure.gpu --preset paper --gpu-gb 24`: one step of the paper
+#   paper   100  `python scripts/gpu_step.py --preset paper --gpu-gb 24`: one step of the paper
 #                recipe (1 prompt: n=64 -> m=16, 512 + 512 tokens) and one evaluation call (64 questions),
 #                under a 24 GiB cap (set_per_process_memory_fraction): per phase, peak allocated, peak
 #                reserved and device-used memory beside the planner; PASS within 10%
@@ -118,7 +118,7 @@ check() {  # check NAME ARGS...: one verdict, its JSON in $LOG/NAME.json (step: 
     shift
     if [[ $1 == step ]]; then
         shift
-        "$PY" -m minipods.measure.gpu "$@" --output "$LOG/$name.json"
+        "$PY" scripts/gpu_step.py "$@" --output "$LOG/$name.json"
     else
         "$PY" scripts/gpu_check.py --check "$@" --output "$LOG/$name.json"
     fi

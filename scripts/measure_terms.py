@@ -37,7 +37,7 @@ from minipods.cli import Parser, fail
 from minipods.measure import activations as A
 from minipods.measure.activations import LORA_R, GenTerms, UpdateTerms, decode_buffers, decode_cache_bytes, predict_update
 from minipods.measure.footprint import kv_shape, model_config
-from minipods.measure.gpu import update_batch
+from minipods.measure.gpu import recipe_batch
 from minipods.measure.memory import peak_allocated_bytes, peak_saved_bytes
 
 MEASURE_VOCAB = 512  # holds the twin tokenizer's 259 ids; the vocabulary's own terms are measured apart
@@ -87,16 +87,16 @@ def measure_micro_batch(model, rows: int, tokens: int, chunk: int = 512, seed: i
     update's pass with checkpointing, or the plain pass without), gradients already allocated."""
     from minipods.grpo import token_logprobs
 
-    vocab = model.get_output_embeddings().weight.shape[0]
-    batch = update_batch(rows, tokens, vocab, seed)
+    b = recipe_batch(model, 1, rows, tokens, seed=seed)[0]
 
     def step():
-        logp = token_logprobs(model, *batch, chunk_tokens=chunk)
-        (-logp.sum() / max(int(batch[3].sum()), 1)).backward()
+        logp = token_logprobs(model, b.prompt_ids, b.prompt_mask, b.completion_ids, b.completion_mask,
+                              chunk_tokens=chunk)
+        (-logp.sum() / max(int(b.completion_mask.sum()), 1)).backward()
 
     model.train()
     step()  # warm-up: the adapter's gradients exist from here on, as in every micro-batch after the first
-    return {"rows": rows, "tokens": tokens, "completion_tokens": int(batch[3].sum()),
+    return {"rows": rows, "tokens": tokens, "completion_tokens": int(b.completion_mask.sum()),
             "saved": peak_saved_bytes(model, step), "allocated": peak_allocated_bytes(step)}
 
 

@@ -312,19 +312,18 @@ def test_measure_phases_measures_three_phases_against_the_planner_on_a_cpu(tmp_p
     from conftest import load_script
 
     from minipods.measure import footprint as F
-    from minipods.measure.gpu import TOLERANCE, measure_phases
     from minipods.measure.plan import PlanConfig
 
-    S = load_script("measure_terms")
+    S, G = load_script("measure_terms"), load_script("gpu_step")
     narrow = "random:Qwen/Qwen2.5-0.5B-Instruct:hidden=128,intermediate=320,heads=4,kv_heads=2"
     terms = tmp_path / "terms.json"
     terms.write_text(json.dumps(S.terms_json({"4bit": S.measure_terms(F.model_config(narrow), "4bit")})))
     pc = PlanConfig(terms=str(terms), model=narrow + ",layers=3,vocab=2048", prompts_per_step=2, n=4, m=2,
                     max_prompt_tokens=24, max_new_tokens=24, gen_batch_size=4, micro_batch_size=2,
                     optimizer="adamw", logprob_chunk=64, eval_batch_size=6, eval_max_new_tokens=16)
-    res = measure_phases(pc, "cpu")
+    res = G.measure_phases(pc, "cpu")
     assert set(res["phases"]) == {"generation", "update", "evaluation"} and res["eval_batch"] == 6
     assert res["verdict"] == "not judged on a CPU"
     ph = res["phases"]
-    assert abs(ph["generation"]["ratio"] - 1) <= TOLERANCE and abs(ph["update"]["ratio"] - 1) <= TOLERANCE
+    assert abs(ph["generation"]["ratio"] - 1) <= G.TOLERANCE and abs(ph["update"]["ratio"] - 1) <= G.TOLERANCE
     assert 1.0 < ph["evaluation"]["ratio"] < 1.3

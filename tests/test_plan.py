@@ -258,7 +258,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, msg, capsys):
 def test_gpu_check_measures_both_phases_on_a_cpu(tmp_path, narrow_terms):
     """The GPU check's code path on a CPU: the planner beside the allocator's peak of each phase (the
     twin's terms as measure_terms writes them: they do not depend on the depth or vocabulary)."""
-    from minipods.measure import gpu
+    gpu = load_script("gpu_step")
 
     out, terms = tmp_path / "check.json", tmp_path / "terms.json"
     terms.write_text(json.dumps(S.terms_json({"4bit": narrow_terms})))
