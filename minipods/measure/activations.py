@@ -1,24 +1,16 @@
 """The planner's measured terms: what a phase holds beyond its weights, and how the parts combine.
 
-What a phase holds beyond the weights (footprint.py counts those) depends on the code that runs, so it
-is measured (scripts/measure_terms.py: the architecture built shallow, loaded as training loads it,
-run on a CPU under memory.py's exact meters), never derived by hand. Per row of R tokens each term is
-a R + b R^2 (R^2: the attention mask's pairs), and the saved activations the same again per layer L:
+That depends on the code that runs, so it is measured (scripts/measure_terms.py: shallow twins loaded as
+training loads them, on a CPU under memory.py's exact meters), never derived by hand. Per row of R
+tokens each term is a R + b R^2 (R^2: the attention mask's pairs), saved activations again per layer L:
 
-  update (one micro-batch of `rows` rows)
-    saved        rows (R (tok + L tok_layer) + R^2 (pair + L pair_layer))   (peak_saved_bytes)
-    working set  work_0 + rows (R work_tok + R^2 work_pair)    allocated - saved: one layer recomputed
-                 (checkpointing), gradient buffers, dequantised 4-bit weights
-    log-prob     LOGPROB_BUFFERS float32 (chunk x vocab) tensors in the chunk's backward
-    peak         saved + max(working set, log-prob buffer): never alive at once
-  generation
-    KV cache     counted (footprint.kv_bytes) in the dtype measured (float32 for 4-bit: its float32
-                 embedding makes the residual stream float32)
-    prefill      prefill_0 + prompts (P prefill_tok + P^2 prefill_pair)
-    decode       the larger moment: inside a layer (one layer's prompt keys/values copied to the rows +
-                 decode_0) or at the LM head (DECODE_BUFFERS float32 (rows x vocab) tensors)
-
-STORED_* hold the known models' terms, with the command that measured them.
+  update     saved = rows (R (tok + L tok_layer) + R^2 (pair + L pair_layer));  working set = work_0 +
+             rows (R work_tok + R^2 work_pair); log-prob buffer = LOGPROB_BUFFERS float32 (chunk x vocab);
+             peak = saved + max(working set, log-prob buffer): never alive at once
+  generation KV cache counted (footprint.kv_bytes) in the dtype measured; prefill = prefill_0 + prompts
+             (P prefill_tok + P^2 prefill_pair); the last decode step peaks inside a layer (one layer's
+             prompt keys/values copied to the rows + decode_0) or at the LM head (DECODE_BUFFERS float32
+             (rows x vocab)), whichever is larger
 """
 
 from __future__ import annotations
@@ -26,9 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 LORA_R = 64  # both GPU presets (paper, consumer): the measured terms include the adapter's activations
-
-UPDATE_FIELDS = ("tok", "tok_layer", "pair", "pair_layer", "work_0", "work_tok", "work_pair")
-GEN_FIELDS = ("kv_element_bytes", "prefill_0", "prefill_tok", "prefill_pair", "decode_0")
 
 
 @dataclass(frozen=True)
@@ -79,7 +68,7 @@ OPTIMIZER_STEP_BUFFERS = {"adamw": 1.0, "adamw8bit": 5.0}
 # LoRA r=64; its 4-layer check put every term within 2.8% of the measurement, the largest error being
 # smollm2's 4-bit prefill at -2.74%; two runs gave the same numbers but for the 1.5B's 4-bit checkpointed
 # working set, 0.3% apart at the consumer micro-batch). Keys: (model, quantize, gradient checkpointing) ->
-# UPDATE_FIELDS; (model, quantize) -> GEN_FIELDS.
+# UpdateTerms' fields; (model, quantize) -> GenTerms' fields.
 STORED_UPDATE: dict[tuple, tuple] = {
     ('Qwen/Qwen2.5-0.5B-Instruct', '4bit', False): (2084, 108352, 0, 4, 9.12084e+06, 9968, 1),
     ('Qwen/Qwen2.5-0.5B-Instruct', '4bit', True): (5160, 3584, 0, 0, 9.13354e+06, 118818, 5),

@@ -79,24 +79,11 @@ def validate(cfg: BenchConfig, parts: list[str]) -> None:
 
 
 
-def _load(ctx: Context, cfg: BenchConfig, model, tokenizer, log) -> None:
-    """Put the model (loaded by name unless passed in), tokenizer, device and one prompt into ctx."""
-    from minipods.data import build_prompt, synthetic_problems
-    from minipods.model import load_policy
-    if model is None:
-        log(f"loading {cfg.model} ({cfg.dtype}) ...")
-        model, tokenizer = load_policy(cfg.model, dtype=cfg.dtype, device=ctx.device, lora_r=cfg.lora_r,
-                                       lora_alpha=cfg.lora_alpha)
-    ctx.model, ctx.tok = model, tokenizer
-    ctx.device = str(next(model.parameters()).device)
-    # one GSM8K-style prompt: a seeded synthetic word problem (no data download)
-    ctx.prompt = build_prompt(tokenizer, synthetic_problems(1, seed=cfg.seed)[0]["question"])
-
-
 def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, log=print) -> dict:
     """Run the selected parts; returns the result dict (also what bench.json holds).
-    `model`/`tokenizer` may be passed in (the tiny model in tests)."""
-    from minipods.model import default_device
+    `model`/`tokenizer` may be passed in (the tiny model in tests), else the model parts load --model."""
+    from minipods.data import build_prompt, synthetic_problems
+    from minipods.model import default_device, load_policy
     validate(cfg, parts)
     parts = [p for p in PARTS if p in parts]  # fixed order: rollout feeds update and logprob
     set_threads(cfg.threads)
@@ -104,7 +91,13 @@ def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, lo
     t_start = time.perf_counter()
     ctx = Context(device=device)
     if any(p in MODEL_PARTS for p in parts):
-        _load(ctx, cfg, model, tokenizer, log)
+        if model is None:
+            log(f"loading {cfg.model} ({cfg.dtype}) ...")
+            model, tokenizer = load_policy(cfg.model, dtype=cfg.dtype, device=device, lora_r=cfg.lora_r,
+                                           lora_alpha=cfg.lora_alpha)
+        ctx.model, ctx.tok, ctx.device = model, tokenizer, str(next(model.parameters()).device)
+        # one GSM8K-style prompt: a seeded synthetic word problem (no data download)
+        ctx.prompt = build_prompt(tokenizer, synthetic_problems(1, seed=cfg.seed)[0]["question"])
     results: dict = {}
     for part in parts:
         log(f"[{part}] ...")

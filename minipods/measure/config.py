@@ -1,6 +1,6 @@
 """What every part of `python -m minipods.bench` is given: the settings (BenchConfig, one flag each;
 QUICK is what `--quick` lays over them) and the shared context (model, tokenizer, device, one fixed set
-of rollouts made once by fixed_rollouts; updater times one GRPO update on its first m).
+of rollouts made once by fixed_rollouts).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from dataclasses import dataclass, fields
 import torch
 
 from minipods.cli import setting
-from minipods.measure.common import grpo_timer
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
@@ -86,19 +85,3 @@ def fixed_rollouts(ctx: Context, cfg: BenchConfig):
                                          batch_size=cfg.n)
     return ctx.rollouts
 
-
-def updater(model, ro, device: str, micro_batch_size: int):
-    """update(m) -> (seconds, completion tokens): one GRPO update on the first m rollouts of `ro`,
-    with the training defaults (optimizer, log-prob chunk, the shared-prompt pass) and 0/1 rewards
-    (non-zero advantages)."""
-    from minipods.grpo import group_advantages
-    from minipods.train import make_config, make_optimizer
-    tcfg = make_config()
-    timed = grpo_timer(model, make_optimizer(model, tcfg, device), micro_batch_size, tcfg.logprob_chunk, 1.0, device)
-    rewards = torch.tensor([float(i % 2) for i in range(len(ro))])
-
-    def update(m):
-        idx = list(range(m))  # one fixed set: the first m rollouts of the same n
-        batch = ro.select(idx)
-        return timed(batch, group_advantages(rewards[idx], batch.group))[0], int(batch.completion_mask.sum())
-    return update

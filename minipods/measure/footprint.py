@@ -1,25 +1,10 @@
 """What a model's weights, adapter, gradients, optimizer and KV cache take, counted from its architecture.
 
-The static part of the planner (minipods.measure.plan): every number here is a count over the real
-shapes, never an estimate. The architecture comes from a config (`model_config`: the twins'
-configs, the offline default's GGUF metadata, or a local HF folder), built on the meta device (no
-memory, no weights, no download), and each byte count follows the storage rules of the library that
-allocates it:
-
-  base weights   4-bit: bitsandbytes NF4 with double quantisation (`nf4_bytes`: two weights per byte,
-                 one uint8 absmax per 64 weights, one float32 absmax per 256 of those, the code tables),
-                 every linear layer of the decoder; everything else (embedding = tied LM head, norms,
-                 biases) in float32, because peft's prepare_model_for_kbit_training upcasts it.
-                 Otherwise bf16 throughout.
-  LoRA           r x (in + out) per linear layer of the decoder ("all-linear"), float32 (peft keeps
-                 adapters in float32); its gradients the same again during the update.
-  optimizer      torch AdamW: two float32 moments per parameter. bitsandbytes AdamW8bit: two uint8
-                 moments plus one float32 absmax per 256 values for tensors of >= 4096 values, float32
-                 moments below that, and its two 256-entry quantisation maps once.
-  KV cache       2 (keys, values) x layers x kv heads x head dim per token, in the cache's dtype.
-
-tests/test_plan.py checks each count against the real objects (a quantised layer's tensors, peft's
-parameters, the optimizers' state after a step, a generated cache) on shrunk twins.
+The static part of the planner (minipods.measure.plan): counts over the real shapes, never estimates.
+The architecture comes from a config read offline (`model_config`), built on the meta device, and each
+count follows the storage rules of the library that allocates it (bitsandbytes' NF4 with double
+quantisation and 8-bit AdamW, peft's float32 adapters and k-bit upcasting; docs/gpu.md lists them).
+tests/test_plan.py checks each count against the real objects on shrunk twins.
 """
 
 from __future__ import annotations

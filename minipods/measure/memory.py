@@ -1,18 +1,11 @@
 """Peak memory of a phase: one meter per device.
 
 PODS's case (paper, Section 3) is that the update's memory grows with the rollouts it trains on while
-generation's does not; a phase's peak must be measured, not guessed.
-
-  MemoryMeter(device)          the peak of one `with` block: CUDA's allocator (allocated, reserved);
-                               on a CPU the tensor allocator's own events (torch's profiler), summed in
-                               time order: exact, every temporary included, independent of glibc (whose
-                               resident set size neither follows live memory nor resets). Slow: memory
-                               runs are never timed
-  peak_allocated_bytes(fn)     that CPU meter around one call, in bytes above the start
-  peak_saved_bytes(model, fn)  what autograd holds for backward (the activations), counted exactly
-  run_worker(target, args)     a measurement in a fresh Python process
-
-A whole process's peak (training's `peak_mem_mb`) is minipods.model.peak_mb / reset_peak, re-exported.
+generation's does not; a phase's peak must be measured, not guessed. MemoryMeter reads CUDA's allocator,
+or on a CPU the tensor allocator's own events (torch's profiler) summed in time order: exact, every
+temporary included, independent of glibc (whose resident set size neither follows live memory nor
+resets); slow, so memory runs are never timed. A whole process's peak (training's `peak_mem_mb`) is
+minipods.model.peak_mb / reset_peak, re-exported.
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ import numpy as np
 import torch
 
 from minipods.measure import speed
-from minipods.measure.common import best_seconds, fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, ratio, sync
-from minipods.measure.config import BenchConfig, Context, fixed_rollouts, updater
+from minipods.measure.common import (best_seconds, fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, grpo_timer, ratio,
+                                     sync)
+from minipods.measure.config import BenchConfig, Context, fixed_rollouts
 from minipods.measure.memory import MemoryMeter
 
 
@@ -25,9 +26,7 @@ def part_rollout(ctx: Context, cfg: BenchConfig) -> dict:
     from minipods.fast.rollouts import generate_rollouts
     model, tok, p = ctx.model, ctx.tok, ctx.prompt
     generate_rollouts(model, tok, [p], 2, max_new_tokens=4, batch_size=2)  # warm-up (lazy init, caches)
-    torch.manual_seed(cfg.seed)
-    ro = generate_rollouts(model, tok, [p], cfg.n, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.n)
-    ctx.rollouts = ro  # the fixed set the update and logprob parts reuse
+    ro = fixed_rollouts(ctx, cfg)  # made here: the fixed set the update and logprob parts reuse
     batched = {"tokens": ro.num_tokens, "seconds": ro.seconds, "tokens_per_s": ro.tokens_per_s}
     seq_tokens, seq_s = 0, 0.0
     torch.manual_seed(cfg.seed)
@@ -51,10 +50,21 @@ def rows_rollout(r: dict) -> list[list[str]]:
 
 # ---------------------------------------------------------------- update cost vs m
 def update_points(ctx: Context, cfg: BenchConfig, repeats: int | None = None, memory: bool = True) -> list[dict]:
-    """Median seconds (of `repeats`, default --repeats) and, with `memory`, peak memory of one update
-    for each --m-values m <= n on the fixed set (the update part's; the costmodel part reuses them)."""
-    ro = fixed_rollouts(ctx, cfg)
-    update = updater(ctx.model, ro, ctx.device, cfg.micro_batch_size)
+    """Median seconds (of `repeats`, default --repeats) and, with `memory`, peak memory of one GRPO update
+    on the first m of the fixed set for each --m-values m <= n (the update part's; the costmodel part
+    reuses them): the training defaults (optimizer, log-prob chunk, the shared-prompt pass), 0/1 rewards."""
+    from minipods.grpo import group_advantages
+    from minipods.train import make_config, make_optimizer
+
+    ro, tcfg = fixed_rollouts(ctx, cfg), make_config()
+    timed = grpo_timer(ctx.model, make_optimizer(ctx.model, tcfg, ctx.device), cfg.micro_batch_size,
+                       tcfg.logprob_chunk, 1.0, ctx.device)
+    rewards = torch.tensor([float(i % 2) for i in range(len(ro))])  # non-zero advantages
+
+    def update(m):
+        batch = ro.select(list(range(m)))  # one fixed set: the first m rollouts of the same n
+        return timed(batch, group_advantages(rewards[:m], batch.group))[0], int(batch.completion_mask.sum())
+
     ms = [m for m in cfg.m_values if m <= len(ro)]  # validate() saw to at least 2
     update(ms[0])  # warm-up: optimizer state, lazy kernels
     points = []

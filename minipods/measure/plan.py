@@ -1,26 +1,17 @@
 """Will it fit my GPU? `python -m minipods.plan`: the memory and time of the PODS recipe on one card.
 
-PODS (paper, Section 3) splits a step into two phases that cost different things. The inference
-phase generates n rollouts per prompt: its memory is the KV cache of the rollouts in flight (at most
---gen-batch-size at a time), with no gradients; its time grows with n. The update phase trains on
-the m kept: its memory is the saved activations of one micro-batch (--micro-batch-size rows), the
-adapter's gradients and the optimizer; its time grows with m. So neither n nor m sets the peak once
-they fill a generate call or a micro-batch: the batch sizes do, and n and m cost time.
-
-For a model (a twin id, the offline default, a local folder: read offline) and a card, this prints
-each phase's peak broken into its parts, whether it fits with the headroom left free, a table of
-candidate (n, m), the largest that fit, the peak of one evaluation call (--eval-batch-size questions at
-once, with the training state held), seconds per step of GRPO and PODS and the break-even gain
-(minipods.measure.costmodel: fitted lines from --costmodel, or the L40S lines of the paper's runs for --gpu L40S;
-for any other card the time is "unknown", never a time measured elsewhere), and a verdict. The parts are counted from the architecture (minipods.measure.footprint) or measured on a CPU
-(minipods.measure.activations, measured by scripts/measure_terms.py); peaks are allocated bytes (CUDA's max_memory_allocated), and the
-headroom stands for the CUDA context and the allocator's slack. Worst case throughout: every prompt
---max-prompt-tokens long, every completion --max-new-tokens long. Defaults: --preset paper.
+PODS (paper, Section 3) splits a step into two phases that cost different things: generating n
+rollouts per prompt holds the KV cache of the rollouts in flight (at most --gen-batch-size), with no
+gradients; updating on the m kept holds one micro-batch's saved activations, the adapter's gradients
+and the optimizer. Once n and m fill a generate call and a micro-batch, the batch sizes set the peak
+and n and m cost time. Each phase's parts are counted from the architecture (footprint.py) or
+measured on a CPU (activations.py); step times come from costmodel.py. What it prints and where each
+number comes from: docs/gpu.md.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 from minipods.cli import Parser, add_dataclass_args, check_positive, fail, overrides, setting
@@ -33,9 +24,12 @@ PRESETS = ("paper", "consumer")
 N_LADDER = (4, 8, 16, 32, 64, 128, 256, 512, 1024)  # candidates when --n is left open
 M_LADDER = (1, 2, 4, 8, 16, 32, 64, 128)  # candidates when --m is left open
 PROG = "python -m minipods.plan"
-RECIPE_FIELDS = ("model", "quantize", "optimizer", "lora_r", "n", "m", "prompts_per_step", "max_prompt_tokens",
-                 "max_new_tokens", "micro_batch_size", "gen_batch_size", "gradient_checkpointing", "logprob_chunk",
-                 "eval_batch_size", "eval_max_new_tokens")
+# the TrainConfig fields the planner prices -> its names for them in a Recipe
+RECIPE_FIELDS = {"model": "model", "quantize": "quantize", "optimizer": "optimizer", "lora_r": "lora_r", "n": "n",
+                 "m": "m", "prompts_per_step": "prompts", "max_prompt_tokens": "prompt_tokens",
+                 "max_new_tokens": "new_tokens", "micro_batch_size": "micro_batch", "gen_batch_size": "gen_batch",
+                 "gradient_checkpointing": "ckpt", "logprob_chunk": "chunk", "eval_batch_size": "eval_batch",
+                 "eval_max_new_tokens": "eval_tokens"}
 
 
 @dataclass
@@ -67,26 +61,9 @@ class PlanConfig:
                                           "lines; else the L40S lines of the paper's runs)")
 
 
-@dataclass
-class Recipe:
-    """A fully specified recipe (preset + flags), with which of n and m were left open."""
-    model: str
-    quantize: str | None
-    optimizer: str
-    lora_r: int
-    n: int
-    m: int
-    prompts: int
-    prompt_tokens: int
-    new_tokens: int
-    micro_batch: int
-    gen_batch: int
-    ckpt: bool
-    chunk: int
-    n_open: bool
-    m_open: bool
-    eval_batch: int = 64
-    eval_tokens: int = 512
+class Recipe(SimpleNamespace):
+    """A fully specified recipe (preset + flags) in RECIPE_FIELDS' names, with n_open and m_open: which
+    of n and m were left open."""
 
 
 def make_recipe(pc: PlanConfig) -> Recipe:
@@ -111,10 +88,10 @@ def make_recipe(pc: PlanConfig) -> Recipe:
         raise ValueError(f"--m ({v['m']}) must not exceed --n ({v['n']})")
     if not (pc.gpu_gb > 0 and 0 <= pc.headroom_gb < pc.gpu_gb):
         raise ValueError(f"need --gpu-gb > 0 and 0 <= --headroom-gb < --gpu-gb, got {pc.gpu_gb}, {pc.headroom_gb}")
-    return Recipe(v["model"], None if v["quantize"] == "none" else v["quantize"], opt, v["lora_r"], v["n"], v["m"],
-                  v["prompts_per_step"], v["max_prompt_tokens"], v["max_new_tokens"], v["micro_batch_size"],
-                  v["gen_batch_size"], bool(v["gradient_checkpointing"]), v["logprob_chunk"], pc.n is None,
-                  pc.m is None, v["eval_batch_size"], v["eval_max_new_tokens"] or v["max_new_tokens"])
+    v.update(quantize=None if v["quantize"] == "none" else v["quantize"], optimizer=opt,
+             gradient_checkpointing=bool(v["gradient_checkpointing"]),
+             eval_max_new_tokens=v["eval_max_new_tokens"] or v["max_new_tokens"])
+    return Recipe(**{short: v[k] for k, short in RECIPE_FIELDS.items()}, n_open=pc.n is None, m_open=pc.m is None)
 
 
 # ---------------------------------------------------------------- the model's terms
@@ -195,7 +172,7 @@ def evaluation_phase(r: Recipe, t: ModelTerms, eval_batch: int | None = None) ->
     prompt (prefilled together by the fast engine) and one sequence, eval_tokens long, with the
     training state (weights, LoRA, optimizer) still held."""
     q = eval_batch or r.eval_batch
-    return generation_phase(replace(r, prompts=q, gen_batch=q, new_tokens=r.eval_tokens), t, 1)
+    return generation_phase(Recipe(**{**vars(r), "prompts": q, "gen_batch": q, "new_tokens": r.eval_tokens}), t, 1)
 
 
 def update_phase(r: Recipe, t: ModelTerms, m: int, micro_batch: int | None = None) -> dict:

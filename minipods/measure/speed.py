@@ -1,17 +1,11 @@
 """Speed of the two PODS phases against their plain versions, and this machine's limits.
 
 Paper (Section 3): PODS assumes the inference phase is cheap next to the update; that holds only if
-the rollout code runs near what the hardware allows. The second half of `python -m minipods.bench`'s
-rollout and update parts (phases.py calls them), at the --small shape (4 prompts x n=8, 64 new
-tokens, T=0.7, m=4; its policy: `--dtype bfloat16 --lora-r 16 --lora-alpha 32`):
-
-  rollout  the fast engine's generate_rollouts vs the plain reference (HF `generate` on the n-times
-           repeated prompts), alternating in one process: tokens/s and their ratio; this machine's
-           matmul TFLOP/s and memory GB/s; one decode step's roofline limit (weights + KV cache read
-           at the measured GB/s vs its FLOPs at the measured TFLOP/s, the larger) and the achieved
-           step as "N x the limit" (scripts/decode_step.py takes the step apart)
-  update   grpo_update with the shared-prompt pass (fast.update.shared_logprobs) vs its plain pass
-           (every row in full) vs a plain PyTorch step (full-vocabulary log_softmax): seconds, ratios
+the rollout code runs near what the hardware allows. The second half of the bench's rollout and update
+parts (phases.py), at the --small shape: the fast engine's generate_rollouts against the plain reference
+(HF `generate`), this machine's matmul TFLOP/s and memory GB/s, one decode step's roofline limit and
+the achieved step as "N x the limit" (scripts/decode_step.py takes the step apart); grpo_update's
+shared-prompt pass against its plain pass and a plain PyTorch step. Results: docs/performance.md.
 """
 
 from __future__ import annotations
@@ -202,21 +196,18 @@ def _prompts(ctx, cfg) -> list[str]:
     return [build_prompt(ctx.tok, it["question"]) for it in synthetic_problems(cfg.speed_prompts, seed=cfg.seed)]
 
 
-def kept_batch(model, tok, prompts: list[str], n: int, m: int, max_new_tokens: int, temperature: float, seed: int = 0):
-    """Rollouts of the prompts with the first m of each group kept (the update's input at --small)."""
-    from minipods.fast.rollouts import generate_rollouts
-
-    torch.manual_seed(seed)
-    ro = generate_rollouts(model, tok, prompts, n, max_new_tokens=max_new_tokens, temperature=temperature)
-    return ro.select([g * n + i for g in range(len(prompts)) for i in range(min(m, n))])
-
-
 def part_rollout_speed(ctx, cfg) -> dict:
     return rollout_speed(ctx.model, ctx.tok, _prompts(ctx, cfg), cfg.speed_n, cfg.speed_max_new_tokens,
                          cfg.speed_temperature, rounds=cfg.speed_rounds, seed=cfg.seed)
 
 
 def part_update_speed(ctx, cfg) -> dict:
-    batch = kept_batch(ctx.model, ctx.tok, _prompts(ctx, cfg), cfg.speed_n, cfg.speed_m, cfg.speed_max_new_tokens,
-                       cfg.speed_temperature, cfg.seed)
+    """update_speed on the first speed_m rollouts of each prompt's speed_n (the update's input at --small)."""
+    from minipods.fast.rollouts import generate_rollouts
+
+    prompts, n = _prompts(ctx, cfg), cfg.speed_n
+    torch.manual_seed(cfg.seed)
+    ro = generate_rollouts(ctx.model, ctx.tok, prompts, n, max_new_tokens=cfg.speed_max_new_tokens,
+                           temperature=cfg.speed_temperature)
+    batch = ro.select([g * n + i for g in range(len(prompts)) for i in range(min(cfg.speed_m, n))])
     return update_speed(ctx.model, batch, cfg.micro_batch_size, cfg.speed_temperature, rounds=cfg.speed_update_rounds)
