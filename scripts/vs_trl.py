@@ -17,11 +17,17 @@ import time
 
 import torch
 
-from minipods.measure.common import fmt_mb, fmt_s, fmt_x, ratio, set_threads, sync
+from minipods.measure.common import fmt_mb, fmt_s, fmt_x, ratio, sync
 from minipods.measure.config import BenchConfig
 from minipods.measure.memory import peak_mb, reset_peak, rss_mb, run_worker
 
 TRL_SKIP_MSG = "skipped (pip install -r requirements-trl.txt)"
+
+
+def set_threads(n: int) -> None:
+    """torch threads for this process (0: leave torch's default)."""
+    if n:
+        torch.set_num_threads(n)
 
 
 def trl_available() -> bool:
@@ -241,7 +247,7 @@ def main(argv=None) -> int:
 
     from minipods.cli import fail
     from minipods.measure.bench import build_parser, config_from_args, validate
-    from minipods.measure.common import format_table, set_threads
+    from minipods.measure.common import format_table
     from minipods.measure.config import Context
     from minipods.model import default_device
 

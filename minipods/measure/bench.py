@@ -32,7 +32,7 @@ import torch
 
 from minipods.cli import Parser, add_dataclass_args, fail, overrides
 from minipods.measure import costmodel, gpu, phases
-from minipods.measure.common import format_table, set_threads
+from minipods.measure.common import format_table
 from minipods.measure.config import DTYPES, POSITIVE, QUICK, BenchConfig, Context
 
 PARTS = {"rollout": (phases.part_rollout, phases.rows_rollout), "update": (phases.part_update, phases.rows_update),
@@ -86,7 +86,8 @@ def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, lo
     from minipods.model import default_device, load_policy
     validate(cfg, parts)
     parts = [p for p in PARTS if p in parts]  # fixed order: rollout feeds update and logprob
-    set_threads(cfg.threads)
+    if cfg.threads:  # 0: torch's default
+        torch.set_num_threads(cfg.threads)
     device = default_device() if cfg.device == "auto" else cfg.device
     t_start = time.perf_counter()
     ctx = Context(device=device)

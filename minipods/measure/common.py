@@ -72,12 +72,6 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def set_threads(n: int) -> None:
-    """torch threads for this process (0: leave torch's default)."""
-    if n:
-        torch.set_num_threads(n)
-
-
 def best_seconds(fn, min_time: float = 0.3, rounds: int = 3, device: str = "cpu") -> float:
     """Best-of-`rounds` seconds per call, each round repeating fn for >= min_time."""
     fn()  # warm-up

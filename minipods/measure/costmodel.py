@@ -9,11 +9,9 @@ GRPO steps (GRPO's steps to a target / PODS's), PODS reaches the target sooner i
 T_grpo (speed-up gain * T_grpo / T_pods), and the extra rollouts pay up to n_max = (gain T_grpo -
 update(Pm) - a_r) / (b_r P).
 
-`python -m minipods.bench --parts costmodel` fits the two lines (part_costmodel: its own rollout
-runs, the update part's timings); the paper's single-GPU L40S step times (GRPO n=m=16 7.5 s, PODS
-n=64 -> m=16 10.1 s, Sec. 5) give the same arithmetic (`paper_l40s`). The planner prices steps with
-the lines of such a run (`load_fit`), else with the L40S lines fitted to the authors' released runs
-(`paper_l40s_model`, L40S_FIT).
+`python -m minipods.bench --parts costmodel` fits the two lines here (part_costmodel); the planner
+prices steps with the lines of such a run (`load_fit`), else with the L40S lines fitted to the
+authors' released runs (`paper_l40s_model`).
 """
 
 from __future__ import annotations
@@ -90,11 +88,8 @@ def paper_l40s(gain: float | None = None) -> dict:
 
 def paper_l40s_model() -> CostModel:
     """The L40S lines of the authors' released runs (L40S_FIT: Qwen2.5-3B, 512 + 512 tokens, 1 prompt
-    per step), for the planner (minipods.measure.plan) when no measured fit is at hand: a rollout
-    line in the n generated, an update line in the m kept, and a fixed term per step. The fixed
-    ~4.4 s is its own term because step counts alone cannot split it between the phases (tokenising,
-    evaluation pauses, the phases' own fixed costs all land there). With more prompts per step the
-    lines scale with the rollouts; whether the fixed term does is not known (the runs have 1 prompt)."""
+    per step). The fixed ~4.4 s is its own term because step counts alone cannot split it between the
+    phases; whether it scales with more prompts per step is not known (the runs have 1 prompt)."""
     f = L40S_FIT
     return CostModel(Line(0.0, f["rollout_s"]), Line(0.0, f["update_s"]), f["fixed_s"])
 

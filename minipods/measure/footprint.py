@@ -38,14 +38,10 @@ class Arch:
         return 2 * self.layers * self.kv_heads * self.head_dim
 
 
-class UnknownModelError(ValueError):
-    pass
-
-
 def model_config(model: str):
     """The transformers config of `model`, offline: a twin id (with or without `random:` and shrink
     options), the offline default (its GGUF metadata, or the dequantised copy's config.json), or a
-    local HF folder. Anything else raises UnknownModelError, naming what is known."""
+    local HF folder. Anything else raises ValueError, naming what is known."""
     from transformers import AutoConfig
 
     from minipods.model import DEFAULT_MODEL, ModelNotFoundError, cache_dir, default_gguf_path
@@ -55,7 +51,7 @@ def model_config(model: str):
         try:
             gguf = default_gguf_path()
         except ModelNotFoundError as e:
-            raise UnknownModelError(str(e)) from None
+            raise ValueError(str(e)) from None
         done = cache_dir() / f"{gguf.stem}-{gguf.stat().st_size}"  # where model.gguf_to_hf puts it
         if (done / "config.json").is_file():
             return AutoConfig.from_pretrained(done)
@@ -67,10 +63,10 @@ def model_config(model: str):
         return twin_config(hub_id, **shrink)
     except UnknownTwinError as e:
         if ":" in model.removeprefix(TWIN_PREFIX):
-            raise UnknownModelError(str(e)) from None
-    raise UnknownModelError(f"unknown model {model!r}: the planner reads configs offline; known: "
-                            f"{', '.join(TWIN_CONFIGS)}, {DEFAULT_MODEL} (or random:<id>[:layers=..], or a local "
-                            "folder with config.json)")
+            raise ValueError(str(e)) from None
+    raise ValueError(f"unknown model {model!r}: the planner reads configs offline; known: "
+                     f"{', '.join(TWIN_CONFIGS)}, {DEFAULT_MODEL} (or random:<id>[:layers=..], or a local "
+                     "folder with config.json)")
 
 
 def kv_shape(cfg) -> tuple[int, int, int]:

@@ -19,7 +19,6 @@ import torch
 from minipods.measure.common import fmt_mb, fmt_s, grpo_timer
 from minipods.measure.memory import MemoryMeter, run_worker
 
-CUDA_SKIP_MSG = "skipped (no CUDA GPU)"
 CARD_GIB = 24.0  # "fits a 24 GB card"
 CARD_HEADROOM_GIB = 1.0  # CUDA context + fragmentation left free on the card
 PAPER_STEP_SEQUENCES = 128  # the paper's step: 8 prompts x m=16 kept rollouts
@@ -69,7 +68,7 @@ def twin_prompts(count: int, tokens: int, seed: int) -> list[str]:
 def part_cuda(ctx, cfg) -> dict:
     """Run the worker in a fresh process (its peak memory is then the recipe's alone)."""
     if not torch.cuda.is_available():
-        return {"skipped": CUDA_SKIP_MSG}
+        return {"skipped": "skipped (no CUDA GPU)"}
     a = dict(model=cfg.cuda_model, m=cfg.cuda_m, prompts=cfg.cuda_prompts, seq_tokens=cfg.cuda_seq_tokens,
              micro_batch_size=cfg.micro_batch_size, lora_r=64, lora_alpha=64, repeats=max(1, cfg.repeats),
              gen_n=cfg.cuda_gen_n, gen_tokens=cfg.cuda_gen_tokens, seed=cfg.seed, device="cuda")

@@ -97,16 +97,6 @@ def run_worker(target: str, args: dict) -> dict:
     return {"error": f"worker {target} exited {proc.returncode}: " + " | ".join(tail)}
 
 
-def _worker_main(target: str, args_json: str) -> int:
-    import importlib
-    import warnings
-    warnings.filterwarnings("ignore")
-    module, _, name = target.partition(":")
-    result = getattr(importlib.import_module(module), name)(json.loads(args_json))
-    print(RESULT_TAG + json.dumps(result, default=float), flush=True)
-    return 0
-
-
 # ---------------------------------------------------------------- activations held for backward
 class _Saved:  # a weak-referenceable box for one tensor autograd saves for backward
     __slots__ = ("t", "__weakref__")
@@ -146,4 +136,9 @@ def peak_saved_bytes(model, fn) -> int:
 
 
 if __name__ == "__main__":  # the worker side of run_worker: python -m minipods.measure.memory TARGET ARGS_JSON
-    sys.exit(_worker_main(*sys.argv[1:3]))
+    import importlib
+    import warnings
+    warnings.filterwarnings("ignore")
+    module, _, name = sys.argv[1].partition(":")
+    result = getattr(importlib.import_module(module), name)(json.loads(sys.argv[2]))
+    print(RESULT_TAG + json.dumps(result, default=float), flush=True)

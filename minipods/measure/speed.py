@@ -148,23 +148,19 @@ def rows_rollout_speed(r: dict) -> list[list[str]]:
 
 
 # ---------------------------------------------------------------- update: fast vs plain GRPO step
-def _naive_logprobs(model, mb, temperature, chunk_tokens):
-    """grpo_update's logprob_fn for the plain step: each row in full, a full-vocabulary log_softmax."""
-    from minipods.grpo import naive_token_logprobs
-    return naive_token_logprobs(model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask,
-                                temperature)
-
-
 def update_speed(model, batch, micro_batch_size: int = 4, temperature: float = 0.7, rounds: int = 2) -> dict:
     """Seconds per update on `batch` (kept rollouts) with each log-prob pass of grpo_update: the
     shared-prompt pass ("fast"), the plain per-row pass ("unshared"), the full-vocabulary log_softmax
     ("plain"), alternating `rounds` times after a warm-up; SGD with lr 0, so every call sees the same weights."""
     from minipods.fast.update import shared_logprobs
-    from minipods.grpo import grpo_update, rollout_logprobs
+    from minipods.grpo import grpo_update, naive_token_logprobs, rollout_logprobs
 
     adv = torch.randn(len(batch), generator=torch.Generator().manual_seed(0))
     opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.0)
-    passes = {"fast": shared_logprobs, "plain": _naive_logprobs, "unshared": rollout_logprobs}
+    passes = {"fast": shared_logprobs,  # plain: each row in full, a full-vocabulary log_softmax
+              "plain": lambda model, mb, temperature, chunk_tokens: naive_token_logprobs(
+                  model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask, temperature),
+              "unshared": rollout_logprobs}
     small = batch.select((batch.group == batch.group[0]).nonzero()[:2, 0])  # warm-up: 2 rows of one prompt
     secs = {k: 0.0 for k in passes}
     for r in range(rounds + 1):
