@@ -12,9 +12,8 @@ each `part(ctx, cfg) -> dict` with `rows(result)`; settings and shared context i
   cuda       the paper recipe's update and generation on a GPU (gpu.py; the 3B twin by default)
   costmodel  rollout and update seconds as lines: s/step of GRPO and PODS, break-even (costmodel.py)
 
-Memory: memory.MemoryMeter (CUDA's allocator, or the CPU allocator's own events). `--quick` sizes
-everything for a shared 2-core CPU with 1 torch thread (2 OpenMP threads ran far slower there).
-TRL beside minipods: scripts/vs_trl.py.
+`--quick` sizes everything for a shared 2-core CPU with 1 torch thread (2 OpenMP threads ran far
+slower there). TRL beside minipods: scripts/vs_trl.py.
 """
 
 from __future__ import annotations

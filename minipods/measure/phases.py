@@ -1,9 +1,7 @@
 """The bench's parts on one model: rollout throughput, update cost against m, log-prob memory, selection time.
 
-PODS's asymmetry (paper, Section 3) on one fixed set of n rollouts (config.fixed_rollouts): one batched
-generate against n single calls, the update's time and memory against the m it keeps, chunked
-log-probs against a full-vocabulary log-softmax, and max-variance selection's time against n (one
-sort and a scan: a log-log slope near 1). The rollout and update parts end with speed.py's halves;
+PODS's asymmetry (paper, Section 3), measured on one fixed set of n rollouts (config.fixed_rollouts);
+what each part compares: measure/bench.py. The rollout and update parts end with speed.py's halves;
 memory runs (memory.MemoryMeter) are apart from the timed ones.
 """
 

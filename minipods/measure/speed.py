@@ -81,48 +81,44 @@ def decode_roofline(model, batch: int, context: float, limits: dict) -> dict:
 
 
 # ---------------------------------------------------------------- rollout: fast vs plain generate
-def plain_generate(model, tok, prompts: list[str], n: int, max_new_tokens: int, temperature: float,
-                   top_p: float = 1.0) -> dict:
-    """The baseline: the plain reference minipods.rollouts.generate_rollouts, HF `generate(do_sample=True)`
-    on the n-times repeated prompts in one batch. Returns seconds, real tokens, decode steps."""
-    from minipods.rollouts import generate_rollouts
-
-    ro = generate_rollouts(model, tok, prompts, n, max_new_tokens=max_new_tokens, temperature=temperature,
-                           top_p=top_p, batch_size=len(prompts) * n)
-    return {"seconds": ro.seconds, "tokens": ro.num_tokens, "steps": ro.completion_ids.shape[1]}
+def _prompts(ctx, cfg) -> list[str]:
+    """cfg.speed_prompts seeded synthetic word problems, chat-formatted (as the --small preset's)."""
+    from minipods.data import build_prompt, synthetic_problems
+    return [build_prompt(ctx.tok, it["question"]) for it in synthetic_problems(cfg.speed_prompts, seed=cfg.seed)]
 
 
-def rollout_speed(model, tok, prompts: list[str], n: int = 8, max_new_tokens: int = 64, temperature: float = 0.7,
-                  rounds: int = 2, seed: int = 0, limits: dict | None = None) -> dict:
-    """The fast engine's generate_rollouts vs plain_generate at one shape, alternating `rounds` times
-    (each after a short warm-up); tokens/s are total real tokens over total seconds of each side."""
-    from minipods.fast.rollouts import generate_rollouts
+def part_rollout_speed(ctx, cfg) -> dict:
+    """The fast engine's generate_rollouts vs the plain reference (minipods.rollouts: HF `generate` on the
+    n-times repeated prompts in one batch) at the speed_* shape, alternating speed_rounds times (each
+    after a short warm-up); tokens/s are total real tokens over total seconds of each side."""
+    from minipods.fast.rollouts import generate_rollouts as fast_generate
+    from minipods.rollouts import generate_rollouts as plain_generate
 
-    generate_rollouts(model, tok, prompts[:1], 2, max_new_tokens=4, temperature=temperature)  # warm-up
-    plain_generate(model, tok, prompts[:1], 2, 4, temperature)
-    fast, plain, meta = [], [], []
-    for r in range(rounds):
-        torch.manual_seed(seed + r)
-        ro = generate_rollouts(model, tok, prompts, n, max_new_tokens=max_new_tokens, temperature=temperature,
-                               batch_size=len(prompts) * n)
-        fast.append({"seconds": ro.seconds, "tokens": ro.num_tokens, "steps": ro.meta["steps"]})
-        meta.append(ro.meta)
-        torch.manual_seed(seed + r)
-        plain.append(plain_generate(model, tok, prompts, n, max_new_tokens, temperature))
+    model, tok, prompts, n, T = ctx.model, ctx.tok, _prompts(ctx, cfg), cfg.speed_n, cfg.speed_temperature
+    fast_generate(model, tok, prompts[:1], 2, max_new_tokens=4, temperature=T)  # warm-up
+    plain_generate(model, tok, prompts[:1], 2, max_new_tokens=4, temperature=T, batch_size=2)
+    fast, plain = [], []
+    for r in range(cfg.speed_rounds):
+        for runs, generate in ((fast, fast_generate), (plain, plain_generate)):
+            torch.manual_seed(cfg.seed + r)
+            ro = generate(model, tok, prompts, n, max_new_tokens=cfg.speed_max_new_tokens, temperature=T,
+                          batch_size=len(prompts) * n)
+            runs.append({"seconds": ro.seconds, "tokens": ro.num_tokens, "meta": ro.meta})
+    meta = [x["meta"] for x in fast]
 
     def total(runs):
         s, t = sum(x["seconds"] for x in runs), sum(x["tokens"] for x in runs)
         return {"seconds_per_call": s / len(runs), "tokens": t, "tokens_per_s": t / s}
 
     f, p = total(fast), total(plain)
-    limits = limits or machine_limits(device=str(next(model.parameters()).device))
+    limits = machine_limits(device=str(next(model.parameters()).device))
     steps = sum(m["steps"] for m in meta)
     step_s = sum(m["decode_s"] for m in meta) / steps  # achieved seconds per decode step (fast path)
     P = len(tok(prompts[0], add_special_tokens=False).input_ids)
     decoder = folded_copy(model) if meta[0]["folded"] else model  # the network that decoded
     roof = decode_roofline(decoder, len(prompts) * n, P + steps / len(meta) / 2, limits)
-    return {"prompts": len(prompts), "n": n, "max_new_tokens": max_new_tokens, "temperature": temperature,
-            "rounds": rounds, "threads": torch.get_num_threads(), "fast": f, "plain": p,
+    return {"prompts": len(prompts), "n": n, "max_new_tokens": cfg.speed_max_new_tokens, "temperature": T,
+            "rounds": cfg.speed_rounds, "threads": torch.get_num_threads(), "fast": f, "plain": p,
             "ratio": f["tokens_per_s"] / p["tokens_per_s"],
             "fast_parts_s": {k: sum(m[k] for m in meta) / len(meta) for k in ("fold_s", "prefill_s", "decode_s")},
             "levers": {k: meta[0][k] for k in ("folded", "shared_prefill", "packed", "fused_siblings", "grown_in_place")},
@@ -148,13 +144,21 @@ def rows_rollout_speed(r: dict) -> list[list[str]]:
 
 
 # ---------------------------------------------------------------- update: fast vs plain GRPO step
-def update_speed(model, batch, micro_batch_size: int = 4, temperature: float = 0.7, rounds: int = 2) -> dict:
-    """Seconds per update on `batch` (kept rollouts) with each log-prob pass of grpo_update: the
-    shared-prompt pass ("fast"), the plain per-row pass ("unshared"), the full-vocabulary log_softmax
-    ("plain"), alternating `rounds` times after a warm-up; SGD with lr 0, so every call sees the same weights."""
+def part_update_speed(ctx, cfg) -> dict:
+    """Seconds per update on the first speed_m rollouts of each prompt's speed_n (the update's input at
+    --small) with each log-prob pass of grpo_update: the shared-prompt pass ("fast"), the plain per-row
+    pass ("unshared"), the full-vocabulary log_softmax ("plain"), alternating speed_update_rounds times
+    after a warm-up; SGD with lr 0, so every call sees the same weights."""
+    from minipods.fast.rollouts import generate_rollouts
     from minipods.fast.update import shared_logprobs
     from minipods.grpo import grpo_update, naive_token_logprobs, rollout_logprobs
 
+    model, prompts, n, rounds, mbs = (ctx.model, _prompts(ctx, cfg), cfg.speed_n, cfg.speed_update_rounds,
+                                      cfg.micro_batch_size)
+    torch.manual_seed(cfg.seed)
+    ro = generate_rollouts(model, ctx.tok, prompts, n, max_new_tokens=cfg.speed_max_new_tokens,
+                           temperature=cfg.speed_temperature)
+    batch = ro.select([g * n + i for g in range(len(prompts)) for i in range(min(cfg.speed_m, n))])
     adv = torch.randn(len(batch), generator=torch.Generator().manual_seed(0))
     opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.0)
     passes = {"fast": shared_logprobs,  # plain: each row in full, a full-vocabulary log_softmax
@@ -166,10 +170,10 @@ def update_speed(model, batch, micro_batch_size: int = 4, temperature: float = 0
     for r in range(rounds + 1):
         for k, fn in passes.items():
             t0 = time.perf_counter()
-            grpo_update(model, opt, batch if r else small, adv if r else adv[:2], micro_batch_size=micro_batch_size,
-                        temperature=temperature, logprob_fn=fn)
+            grpo_update(model, opt, batch if r else small, adv if r else adv[:2], micro_batch_size=mbs,
+                        temperature=cfg.speed_temperature, logprob_fn=fn)
             secs[k] += (time.perf_counter() - t0) / rounds if r else 0.0
-    return {"rows": len(batch), "groups": int(batch.group.unique().numel()), "micro_batch_size": micro_batch_size,
+    return {"rows": len(batch), "groups": int(batch.group.unique().numel()), "micro_batch_size": mbs,
             "prompt_tokens": int(batch.prompt_mask.sum(1).float().mean()),
             "completion_tokens": int(batch.completion_mask.sum()), "rounds": rounds, "threads": torch.get_num_threads(),
             "seconds": secs, "ratio_plain": secs["plain"] / secs["fast"], "ratio_unshared": secs["unshared"] / secs["fast"]}
@@ -183,27 +187,3 @@ def rows_update_speed(r: dict) -> list[list[str]]:
             ["update", "grpo_update (each prompt once per micro-batch)", f"{fmt_s(s['fast'])}/update"],
             ["update", "plain / grpo_update time", fmt_x(r["ratio_plain"])],
             ["update", "plain pass / shared-prompt pass time", fmt_x(r["ratio_unshared"])]]
-
-
-# ---------------------------------------------------------------- the bench's parts
-def _prompts(ctx, cfg) -> list[str]:
-    """cfg.speed_prompts seeded synthetic word problems, chat-formatted (as the --small preset's)."""
-    from minipods.data import build_prompt, synthetic_problems
-    return [build_prompt(ctx.tok, it["question"]) for it in synthetic_problems(cfg.speed_prompts, seed=cfg.seed)]
-
-
-def part_rollout_speed(ctx, cfg) -> dict:
-    return rollout_speed(ctx.model, ctx.tok, _prompts(ctx, cfg), cfg.speed_n, cfg.speed_max_new_tokens,
-                         cfg.speed_temperature, rounds=cfg.speed_rounds, seed=cfg.seed)
-
-
-def part_update_speed(ctx, cfg) -> dict:
-    """update_speed on the first speed_m rollouts of each prompt's speed_n (the update's input at --small)."""
-    from minipods.fast.rollouts import generate_rollouts
-
-    prompts, n = _prompts(ctx, cfg), cfg.speed_n
-    torch.manual_seed(cfg.seed)
-    ro = generate_rollouts(ctx.model, ctx.tok, prompts, n, max_new_tokens=cfg.speed_max_new_tokens,
-                           temperature=cfg.speed_temperature)
-    batch = ro.select([g * n + i for g in range(len(prompts)) for i in range(min(cfg.speed_m, n))])
-    return update_speed(ctx.model, batch, cfg.micro_batch_size, cfg.speed_temperature, rounds=cfg.speed_update_rounds)
