@@ -112,7 +112,7 @@ def test_kv_cache_equals_the_config_count(quantize, element_bytes):
         cache = model(input_ids=torch.randint(3, 500, (3, 17)), use_cache=True).past_key_values
     held = [t for layer in cache.layers for t in (layer.keys, layer.values)]
     assert held[0].element_size() == element_bytes
-    assert sum(t.nbytes for t in held) == F.kv_bytes(arch, 3 * 17, element_bytes)
+    assert sum(t.nbytes for t in held) == arch.kv_elements_per_token * 3 * 17 * element_bytes
 
 
 def test_peak_allocated_bytes_is_exact():

@@ -7,7 +7,7 @@ tokens each term is a R + b R^2 (R^2: the attention mask's pairs), saved activat
   update     saved = rows (R (tok + L tok_layer) + R^2 (pair + L pair_layer));  working set = work_0 +
              rows (R work_tok + R^2 work_pair); log-prob buffer = LOGPROB_BUFFERS float32 (chunk x vocab);
              peak = saved + max(working set, log-prob buffer): never alive at once
-  generation KV cache counted (footprint.kv_bytes) in the dtype measured; prefill = prefill_0 + prompts
+  generation KV cache counted (Arch.kv_elements_per_token) in the dtype measured; prefill = prefill_0 + prompts
              (P prefill_tok + P^2 prefill_pair); the last decode step peaks inside a layer (one layer's
              prompt keys/values copied to the rows + decode_0) or at the LM head (DECODE_BUFFERS float32
              (rows x vocab)), whichever is larger

@@ -1,7 +1,6 @@
 """Small helpers every bench part shares: line and power-law fits, number formatting, the table, timing.
 
-They sit below the parts and the dispatcher (measure/bench.py) and import nothing of minipods.measure,
-so any part can use them without an import circle.
+They import nothing of minipods.measure, so any part can use them without an import circle.
 """
 
 from __future__ import annotations
@@ -81,8 +80,7 @@ def best_seconds(fn, min_time: float = 0.3, rounds: int = 3, device: str = "cpu"
         while True:
             fn()
             k += 1
-            if device.startswith("cuda"):
-                torch.cuda.synchronize()
+            sync(device)
             dt = time.perf_counter() - t0
             if dt >= min_time:
                 break
@@ -93,8 +91,7 @@ def best_seconds(fn, min_time: float = 0.3, rounds: int = 3, device: str = "cpu"
 def grpo_timer(model, optimizer, micro_batch_size: int, chunk_tokens: int = 512, max_grad_norm: float | None = 1.0,
                device: str = "cpu"):
     """update(batch, advantages) -> (seconds, grpo_update's output): one GRPO update as training runs it
-    (the shared-prompt pass), the device's queue drained before and after. Every timed update of the
-    package goes through it."""
+    (the shared-prompt pass), the device's queue drained before and after."""
     from minipods.fast.update import shared_logprobs
     from minipods.grpo import grpo_update
 

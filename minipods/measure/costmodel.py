@@ -117,9 +117,8 @@ def implied_gain(speedup: float, pods_s: float, grpo_s: float) -> float:
 
 # ---------------------------------------------------------------- the bench part
 def part_costmodel(ctx, cfg) -> dict:
-    """Measure rollout seconds for n/4, n/2, n sequences (one batched generate each), take the update
-    part's seconds for the --m-values kept (phases.update_points), fit both lines, price n = --n
-    against m = n/4."""
+    """Rollout seconds for n/4, n/2, n sequences (one batched generate each) and the update part's for the
+    --m-values kept (phases.update_points) as two lines; n = --n priced against m = n/4."""
     from minipods.fast.rollouts import generate_rollouts
     from minipods.measure.phases import update_points
     n = cfg.n

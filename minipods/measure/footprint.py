@@ -22,11 +22,8 @@ ADAM8_BLOCK, ADAM8_MIN_SIZE, ADAM8_QMAP = 256, 4096, 256  # bitsandbytes 8-bit o
 @dataclass(frozen=True)
 class Arch:
     """The shapes that set a model's memory, from its config (`arch_of`)."""
-    name: str
     layers: int
     hidden: int
-    intermediate: int
-    heads: int
     kv_heads: int
     head_dim: int
     vocab: int
@@ -76,7 +73,7 @@ def kv_shape(cfg) -> tuple[int, int, int]:
             getattr(cfg, "head_dim", None) or cfg.hidden_size // heads)
 
 
-def arch_of(cfg, name: str = "") -> Arch:
+def arch_of(cfg) -> Arch:
     """Build the model on the meta device (shapes only) and read off what memory depends on."""
     import torch
     from transformers import AutoModelForCausalLM
@@ -88,9 +85,7 @@ def arch_of(cfg, name: str = "") -> Arch:
     in_linears = sum(o * i for o, i in linears)
     total = sum(p.numel() for p in model.parameters())  # tied weights are counted once
     layers, kv_heads, head_dim = kv_shape(cfg)
-    return Arch(name or getattr(cfg, "_name_or_path", "") or cfg.model_type, layers, cfg.hidden_size,
-                cfg.intermediate_size, cfg.num_attention_heads, kv_heads, head_dim, cfg.vocab_size, linears,
-                total - in_linears)
+    return Arch(layers, cfg.hidden_size, kv_heads, head_dim, cfg.vocab_size, linears, total - in_linears)
 
 
 # ---------------------------------------------------------------- counts
@@ -138,8 +133,3 @@ def inference_copy_bytes(arch: Arch) -> int:
     """What minipods.fast.inference.folded_copy would hold on a GPU: the LoRA-targeted weights once
     more, in bf16 (made only on request on CUDA, never for a 4-bit model)."""
     return 2 * sum(o * i for o, i in arch.linears)
-
-
-def kv_bytes(arch: Arch, tokens: int, element_bytes: int) -> int:
-    """Keys and values of `tokens` cached tokens (all layers)."""
-    return arch.kv_elements_per_token * tokens * element_bytes

@@ -32,10 +32,8 @@ def rss_mb() -> float:
 
 
 class MemoryMeter:
-    """Peak memory of the code inside `with MemoryMeter(device) as mm:` (see the module docstring).
-
-    mm.base_mb: memory at entry (CUDA: allocated; CPU: 0, the meter counts from the start);
-    mm.peak_mb: peak during; mm.delta_mb = peak - base; mm.reserved_mb: CUDA's peak reserved."""
+    """Peak memory of the code inside `with MemoryMeter(device) as mm:`: mm.base_mb at entry (CUDA:
+    allocated; CPU: 0), mm.peak_mb during, mm.delta_mb = peak - base, mm.reserved_mb (CUDA's peak reserved)."""
 
     def __init__(self, device: str = "cpu"):
         self.device, self.cuda = device, on_cuda(device)

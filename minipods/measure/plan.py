@@ -105,8 +105,7 @@ class ModelTerms:
 
 def model_terms(model: str, quantize: str | None, terms_file: str | None = None) -> ModelTerms:
     """The architecture (meta device) and the measured terms: stored for the known models, else read
-    from `terms_file` (`python scripts/measure_terms.py --models MODEL --output FILE`: seconds for a
-    shrunk twin, minutes at full width)."""
+    from `terms_file` (`python scripts/measure_terms.py --models MODEL --output FILE`)."""
     import json
 
     cfg = F.model_config(model)
@@ -114,7 +113,7 @@ def model_terms(model: str, quantize: str | None, terms_file: str | None = None)
     q = quantize or "none"
     held = {ckpt: A.stored_terms(name, q, ckpt) for ckpt in (False, True)}
     if all(held.values()):
-        return ModelTerms(F.arch_of(cfg, name), {ckpt: t[0] for ckpt, t in held.items()}, held[True][1], "stored")
+        return ModelTerms(F.arch_of(cfg), {ckpt: t[0] for ckpt, t in held.items()}, held[True][1], "stored")
     if not terms_file:
         raise ValueError(f"no stored terms for {model} ({q}): measure them with python scripts/measure_terms.py "
                          f"--models {model} --quantize {q} --output FILE, then pass --terms FILE")
@@ -122,7 +121,7 @@ def model_terms(model: str, quantize: str | None, terms_file: str | None = None)
     if t is None:
         raise ValueError(f"{terms_file} holds no terms for --quantize {q}")
     update = {ckpt: A.UpdateTerms(**t["update"][str(ckpt)]) for ckpt in (False, True)}
-    return ModelTerms(F.arch_of(cfg, name), update, A.GenTerms(**t["gen"]), f"measured ({terms_file})")
+    return ModelTerms(F.arch_of(cfg), update, A.GenTerms(**t["gen"]), f"measured ({terms_file})")
 
 
 # ---------------------------------------------------------------- the two phases
@@ -168,9 +167,8 @@ def generation_phase(r: Recipe, t: ModelTerms, n: int, gen_batch: int | None = N
 
 
 def evaluation_phase(r: Recipe, t: ModelTerms, eval_batch: int | None = None) -> dict:
-    """Peak of a greedy evaluation call (minipods.evaluate): eval_batch questions at once, each its own
-    prompt (prefilled together by the fast engine) and one sequence, eval_tokens long, with the
-    training state (weights, LoRA, optimizer) still held."""
+    """Peak of a greedy evaluation call (minipods.evaluate): eval_batch questions prefilled and decoded at
+    once, one sequence each, eval_tokens long, with the training state (weights, LoRA, optimizer) held."""
     q = eval_batch or r.eval_batch
     return generation_phase(Recipe(**{**vars(r), "prompts": q, "gen_batch": q, "new_tokens": r.eval_tokens}), t, 1)
 

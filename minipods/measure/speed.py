@@ -22,9 +22,8 @@ from minipods.model import base_model_of
 
 # ---------------------------------------------------------------- machine limits
 def machine_limits(size: int = 1024, mem_mb: int = 256, device: str = "cpu") -> dict:
-    """Measured matmul TFLOP/s (square size x size, bf16 and fp32) and memory read GB/s
-    (sum over a mem_mb buffer, far larger than the caches), with this process's torch threads.
-    Best of a few rounds."""
+    """Measured matmul TFLOP/s (square size x size, bf16 and fp32) and memory read GB/s (sum over a mem_mb
+    buffer, far larger than the caches), best of a few rounds, with this process's torch threads."""
     out = {}
     for name, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
         a, b = torch.randn(size, size, device=device).to(dt), torch.randn(size, size, device=device).to(dt)
