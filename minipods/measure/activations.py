@@ -107,10 +107,9 @@ def stored_terms(model: str, quantize: str, ckpt: bool):
 
 def decode_cache_bytes(per_token: int, layers: int, prompts: int, rows: int, prompt_tokens: int,
                        new_tokens: int) -> dict:
-    """The KV cache of the generation phase: the shared prefill of each prompt, the rows' own cache
-    at full length (fast.cache allocates it up front; the last token is never fed back), and one
-    layer's copy of its prompt's keys and values for the rows, alive while that room is filled
-    (fast.cache.roomy_cache works layer by layer)."""
+    """The KV cache of the generation phase: each prompt's shared prefill, the rows' own cache at full
+    length (fast.cache allocates it up front; the last token is never fed back), and one layer's copy of
+    its prompt's keys and values for the rows while fast.cache.roomy_cache fills that layer's room."""
     rows_kv = per_token * rows * (prompt_tokens + new_tokens - 1)
     return {"prefill": per_token * prompts * (prompt_tokens - 1), "rows": rows_kv,
             "growth": per_token * rows * (prompt_tokens - 1) / layers}

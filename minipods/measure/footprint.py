@@ -90,9 +90,8 @@ def arch_of(cfg) -> Arch:
 
 # ---------------------------------------------------------------- counts
 def nf4_bytes(out_features: int, in_features: int) -> int:
-    """Bytes bitsandbytes stores for one NF4 weight with double quantisation: the packed weight, one
-    uint8 absmax per block of 64, their float32 absmax per 256 blocks and offset, and the NF4 table and
-    nested map (float32)."""
+    """Bytes bitsandbytes stores for one NF4 weight with double quantisation: the packed weight, a uint8
+    absmax per block of 64, their float32 absmax per 256 blocks and offset, the float32 code tables."""
     n = out_features * in_features
     blocks = math.ceil(n / NF4_BLOCK)
     return (n + 1) // 2 + blocks + 4 * math.ceil(blocks / NESTED_BLOCK) + 4 + 4 * (NF4_CODE + NESTED_CODE)

@@ -3,9 +3,8 @@
 Paper (single-GPU setting): Qwen2.5-3B-Instruct in 4 bits (NF4 + double quantisation), LoRA r=64 on
 every linear layer, gradient checkpointing, 8-bit AdamW, 512 + 512 tokens, m=16 kept of n=64, loaded as
 training loads it (load_recipe) on the *architecture twin* (minipods.twins.arch: real shapes, random
-weights, offline), the update fed random ids (recipe_batch; scripts/gpu_step.py and gpu_check.py feed
-the same). An update's memory and time do not depend on the weights, and a twin's rollouts never stop
-early (EOS is ~1 in 150k tokens): the real model's worst case.
+weights, offline), the update fed random ids (recipe_batch): an update's memory and time do not depend
+on the weights, and a twin's rollouts never stop early (EOS is ~1 in 150k tokens), the worst case.
 """
 
 from __future__ import annotations
@@ -41,9 +40,8 @@ def load_recipe(name: str, quantize: str | None, lora_r: int, lora_alpha: int, c
 def recipe_batch(model, prompts: int, m: int, tokens: int, prompt_tokens: int | None = None, padded: bool = True,
                  seed: int = 0):
     """(Rollouts, advantages): m rows per prompt of `tokens` random ids, `prompt_tokens` (default: half)
-    of them prompt, the rest completion, with padding as rollouts have it (one row's prompt left-padded,
-    another's completion cut short) unless padded=False; random advantages. scripts/measure_terms.py
-    measures the planner's terms on the same batches."""
+    of them prompt, padded as rollouts are (one row's prompt left-padded, another's completion cut short)
+    unless padded=False; random advantages. scripts/measure_terms.py measures the planner's terms on them."""
     from minipods.rollouts import Rollouts
 
     rows, vocab, g = prompts * m, model.get_output_embeddings().weight.shape[0], torch.Generator().manual_seed(seed)
@@ -72,9 +70,7 @@ def part_cuda(ctx, cfg) -> dict:
     a = dict(model=cfg.cuda_model, m=cfg.cuda_m, prompts=cfg.cuda_prompts, seq_tokens=cfg.cuda_seq_tokens,
              micro_batch_size=cfg.micro_batch_size, lora_r=64, lora_alpha=64, repeats=max(1, cfg.repeats),
              gen_n=cfg.cuda_gen_n, gen_tokens=cfg.cuda_gen_tokens, seed=cfg.seed, device="cuda")
-    r = run_worker("minipods.measure.gpu:worker_cuda_recipe", a)
-    r["settings"] = a
-    return r
+    return {**run_worker("minipods.measure.gpu:worker_cuda_recipe", a), "settings": a}
 
 
 def worker_cuda_recipe(a: dict) -> dict:

@@ -99,9 +99,6 @@ def run_worker(target: str, args: dict) -> dict:
 class _Saved:  # a weak-referenceable box for one tensor autograd saves for backward
     __slots__ = ("t", "__weakref__")
 
-    def __init__(self, t):
-        self.t = t
-
 
 def peak_saved_bytes(model, fn) -> int:
     """Peak bytes of distinct non-parameter tensors autograd holds for backward while fn() runs: the
@@ -124,7 +121,8 @@ def peak_saved_bytes(model, fn) -> int:
             st["cur"] += live[ptr][0]
             st["peak"] = max(st["peak"], st["cur"])
         live[ptr][1] += 1
-        box = _Saved(t)
+        box = _Saved()
+        box.t = t
         weakref.finalize(box, release, ptr)
         return box
 

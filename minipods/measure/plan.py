@@ -5,8 +5,7 @@ rollouts per prompt holds the KV cache of the rollouts in flight (at most --gen-
 gradients; updating on the m kept holds one micro-batch's saved activations, the adapter's gradients
 and the optimizer. Once n and m fill a generate call and a micro-batch, the batch sizes set the peak
 and n and m cost time. Each phase's parts are counted from the architecture (footprint.py) or
-measured on a CPU (activations.py); step times come from costmodel.py. What it prints and where each
-number comes from: docs/gpu.md.
+measured on a CPU (activations.py), step times come from costmodel.py; what it prints: docs/gpu.md.
 """
 
 from __future__ import annotations

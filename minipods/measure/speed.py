@@ -39,10 +39,9 @@ def machine_limits(size: int = 1024, mem_mb: int = 256, device: str = "cpu") -> 
 
 def decode_step_cost(n_weights: int, weight_bytes: int, batch: int, layers: int, heads: int, kv_heads: int,
                      head_dim: int, context: float, act_bytes: int) -> tuple[float, float]:
-    """(bytes read, FLOPs) of one decode step: `batch` rows each add one token after `context` cached
-    ones. Every weight matrix is read once (weight_bytes) and does 2 FLOPs per weight per row; the
-    KV cache (keys and values of kv_heads per layer, act_bytes each) is read once; attention adds
-    q.k and p.v, 4 * heads * head_dim FLOPs per cached token per layer per row."""
+    """(bytes read, FLOPs) of one decode step: `batch` rows each add one token after `context` cached ones.
+    Weights and KV cache (kv_heads keys and values per layer, act_bytes each) are read once; 2 FLOPs per
+    weight per row, and attention's q.k and p.v: 4 * heads * head_dim per cached token per layer per row."""
     kv_bytes = batch * layers * 2 * kv_heads * head_dim * context * act_bytes
     flops = 2 * batch * n_weights + 4 * batch * layers * heads * head_dim * context
     return weight_bytes + kv_bytes, flops
@@ -58,10 +57,9 @@ def roofline(bytes_read: float, flops: float, mem_gbs: float, tflops: float) -> 
 
 def decode_roofline(model, batch: int, context: float, limits: dict) -> dict:
     """roofline() of one decode step of `model` (the network that decodes: the folded copy where
-    generate_rollouts used one) for `batch` rows at `context` cached tokens. Weights: every matrix
-    of the blocks and the LM head as stored (float32 in an upcast copy; LoRA factors left out, as a
-    folded copy has none); KV cache in the embeddings' dtype; FLOPs at the TFLOP/s of the head's
-    dtype (the matmuls' dtype)."""
+    generate_rollouts used one) for `batch` rows at `context` cached tokens. Weights: every matrix of the
+    blocks and the LM head as stored (LoRA factors left out, as a folded copy has none); KV cache in the
+    embeddings' dtype; FLOPs at the TFLOP/s of the head's dtype (the matmuls' dtype)."""
     cfg, base = model.config, base_model_of(model)
     blocks = base.get_decoder().layers
     mats = [t for n, t in list(blocks.named_parameters()) + list(blocks.named_buffers())
