@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from minipods.analysis.stats import mean_interval
-from minipods.analysis.summary import BASELINE, Point
+from minipods.analysis.summary import Point
 from minipods.checkpoint import eval_path, eval_steps, read_log
 
 COMPARISON_FILE = "comparison.json"  # written by minipods.compare: arm order, baseline, seeds, sweep
@@ -140,28 +140,17 @@ def find_runs(paths: list[str | Path]) -> tuple[dict[str, Path], Path, dict]:
     it is one run: never into a run's parent, which inside a study holds that seed's summary."""
     runs: dict[str, Path] = {}
     meta: dict = {}
-    for raw in paths:
-        p = Path(raw)
+    for p in map(Path, paths):
         if not p.is_dir():
             raise FileNotFoundError(f"{p}: not a folder")
-        if (p / "metrics.jsonl").is_file():
-            runs[p.name if p.name not in runs else f"{p.parent.name}/{p.name}"] = p
-            continue
-        sub = sorted(d for d in p.iterdir() if (d / "metrics.jsonl").is_file())
+        sub = [p] if (p / "metrics.jsonl").is_file() else sorted(d for d in p.iterdir() if (d / "metrics.jsonl").is_file())
         if not sub:
             raise FileNotFoundError(f"{p}: neither a run folder (metrics.jsonl) nor a folder of run folders")
-        if (p / COMPARISON_FILE).is_file():
+        if sub != [p] and (p / COMPARISON_FILE).is_file():
             meta = json.loads((p / COMPARISON_FILE).read_text())
             order = {a: i for i, a in enumerate(meta.get("arms", []))}
             sub.sort(key=lambda d: (order.get(d.name, len(order)), d.name))
         for d in sub:
-            runs[d.name if d.name not in runs else f"{p.name}/{d.name}"] = d
+            runs[d.name if d.name not in runs else f"{d.parent.name}/{d.name}"] = d
     out = Path(paths[0]) if len(paths) == 1 else None
     return runs, out, meta
-
-
-def pick_baseline(configs: dict[str, dict], preferred: str | None = BASELINE) -> str | None:
-    """`preferred` if it is an arm, else the first arm trained with method grpo, else None."""
-    if preferred in configs:
-        return preferred
-    return next((name for name, cfg in configs.items() if cfg.get("method") == "grpo"), None)
