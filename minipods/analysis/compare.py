@@ -91,8 +91,7 @@ def _shared_overrides(preset: str | None, base: dict, overrides: dict) -> dict:
     if ov.get("budget_s") and "max_steps" not in ov:
         ov["max_steps"] = UNBOUNDED_STEPS
     if "eval_every" not in ov and not ov.get("eval_every_s", base.get("eval_every_s")):  # no time grid given
-        preset_every = base.get("eval_every", 0)
-        if preset == "small" or not preset_every:
+        if preset == "small" or not base.get("eval_every", 0):
             steps = ov.get("max_steps", base.get("max_steps", TrainConfig.max_steps))
             ov["eval_every"] = SMALL_EVAL_EVERY if steps >= UNBOUNDED_STEPS or preset == "small" \
                 else max(1, steps // 4)
@@ -205,7 +204,7 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
             log(f"== seed {s} ==")
             prepare_output_dir(out / f"seed{s}")
             _run_arms(out / f"seed{s}", per_seed[s], preset, sweep, model_factory, log, {**overrides, "seed": s})
-        for p in plots.make_seeds(out, meta).values():
+        for p in plots.make(results.seed_dirs(out, meta), out, meta).values():
             log(f"wrote {p}")
         return out
 

@@ -35,11 +35,9 @@ def read_rows(path: str | Path = CSV) -> list[dict]:
     with Path(path).open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     for r in rows:
-        for k in ("run", "checkpoint", "step"):
-            r[k] = int(r[k])
-        for k in ("hours", "answer_acc", "format_acc", "both_acc", "mean_length"):
-            r[k] = float(r[k])
-        r["answer_acc_repeats"] = [float(x) for x in r["answer_acc_repeats"].split(";")]
+        r.update({k: int(r[k]) for k in ("run", "checkpoint", "step")},
+                 **{k: float(r[k]) for k in ("hours", "answer_acc", "format_acc", "both_acc", "mean_length")},
+                 answer_acc_repeats=[float(x) for x in r["answer_acc_repeats"].split(";")])
     return rows
 
 

@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 
 from minipods.analysis.results import (COMPARISON_FILE, find_runs, read_config, read_rows,  # noqa: F401
-                                       read_study, repriced_study, summarize, training_rows, update_pricing)
+                                       read_study, repriced_study, seed_dirs, summarize, training_rows,
+                                       update_pricing)
 from minipods.analysis.summary import BASELINE, summarize_study, write_summary
 from minipods.cli import Parser, fail
 from minipods.evaluate import wilson_interval
@@ -216,14 +217,6 @@ def make(seed_dirs: dict, out_dir: str | Path, meta: dict | None = None, baselin
     return paths
 
 
-def make_seeds(out_dir: str | Path, meta: dict, dest: str | Path | None = None, baseline: str | None = None) -> dict:
-    """A `compare --seeds` folder (OUTPUT_DIR/seed{s}/ARM): its top-level figure and summary (into dest)."""
-    out_dir = Path(out_dir)
-    dirs = {s: {a: out_dir / f"seed{s}" / a for a in meta["arms"] if (out_dir / f"seed{s}" / a / "metrics.jsonl").is_file()}
-            for s in meta["seeds"]}
-    return make(dirs, dest or out_dir, meta, baseline)
-
-
 def main(argv=None) -> int:
     p = Parser(prog="python -m minipods.plots",
                description="Redraw a comparison's figures and summary from saved metrics.")
@@ -237,7 +230,7 @@ def main(argv=None) -> int:
         top = Path(args.runs[0]) / COMPARISON_FILE
         meta = json.loads(top.read_text()) if len(args.runs) == 1 and top.is_file() else {}
         if meta.get("seeds"):
-            paths = make_seeds(args.runs[0], meta, args.out, args.baseline)
+            paths = make(seed_dirs(args.runs[0], meta), args.out or args.runs[0], meta, args.baseline)
         else:
             run_dirs, out, meta = find_runs(args.runs)
             if (args.out or out) is None:

@@ -44,13 +44,11 @@ def training_rows(rows: list[dict]) -> list[dict]:
     return [r for r in rows if "step_s" in r]
 
 
-def read_points(run_dir: str | Path, rows: list[dict] | None = None) -> list[Point]:
+def read_points(run_dir: str | Path) -> list[Point]:
     """A run's evaluations in time order: training seconds, step, accuracy, questions and, where its
     evaluation file was kept, the 0/1 per question index."""
-    rows = read_rows(run_dir) if rows is None else rows
-    kept = set(eval_steps(run_dir))
-    pts = []
-    for r in rows:
+    kept, pts = set(eval_steps(run_dir)), []
+    for r in read_rows(run_dir):
         if r.get("eval_accuracy") is None:
             continue
         step = int(r["step"])
@@ -61,8 +59,13 @@ def read_points(run_dir: str | Path, rows: list[dict] | None = None) -> list[Poi
 
 def read_study(seed_dirs: dict[int, dict[str, Path]]) -> dict[int, dict[str, list[Point]]]:
     """seed -> arm -> run folder, read into a study (arms without evaluations are left out)."""
-    study = {s: {a: read_points(d) for a, d in dirs.items()} for s, dirs in seed_dirs.items()}
-    return {s: {a: p for a, p in arms.items() if p} for s, arms in study.items()}
+    return {s: {a: pts for a, d in dirs.items() if (pts := read_points(d))} for s, dirs in seed_dirs.items()}
+
+
+def seed_dirs(folder: str | Path, meta: dict) -> dict[int, dict[str, Path]]:
+    """A `compare --seeds` folder (FOLDER/seed{s}/ARM; meta: its comparison.json): seed -> arm -> run folder."""
+    dirs = {s: {a: Path(folder) / f"seed{s}" / a for a in meta["arms"]} for s in meta["seeds"]}
+    return {s: {a: d for a, d in by.items() if (d / "metrics.jsonl").is_file()} for s, by in dirs.items()}
 
 
 def summarize(runs: dict[str, list[dict]]) -> list[dict]:
