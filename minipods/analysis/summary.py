@@ -276,8 +276,7 @@ def _pricing_lines(s: dict, unit: str) -> list[str]:
 def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "s") -> list[str]:
     """summary.md: the headline differences (seed-level first), a table per arm, time to target per
     seed (times in `unit`: "s" for training seconds, e.g. "h" for hours)."""
-    configs, base, focus = configs or {}, s["baseline"], s["focus"]
-    seeds = s["seeds"]
+    configs, base, focus, seeds = configs or {}, s["baseline"], s["focus"], s["seeds"]
     lines = [f"# minipods comparison: {len(seeds)} seed{'s' * (len(seeds) > 1)} ({', '.join(map(str, seeds))})", "",
              "The training run is the unit: each difference is the mean over seeds of the per-seed difference with "
              "a Student-t 95% interval and the exact sign-flip p; a pooled interval is about these seeds' "
@@ -303,8 +302,7 @@ def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "
         cells += [step, "-" if c.get("zero_std_frac") is None else f"{c['zero_std_frac']:.2f}",
                   "-" if c.get("peak_mem_mb") is None else f"{c['peak_mem_mb']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
-    lines += _time_lines(s, unit) if s["time"] else []
+    lines += [""] + (_time_lines(s, unit) if s["time"] else [])
     return lines + (_pricing_lines(s, unit) if s.get("pricing") else [])
 
 
