@@ -146,10 +146,11 @@ def find_runs(paths: list[str | Path]) -> tuple[dict[str, Path], Path, dict]:
     for p in map(Path, paths):
         if not p.is_dir():
             raise FileNotFoundError(f"{p}: not a folder")
-        sub = [p] if (p / "metrics.jsonl").is_file() else sorted(d for d in p.iterdir() if (d / "metrics.jsonl").is_file())
+        is_run = (p / "metrics.jsonl").is_file()
+        sub = [p] if is_run else sorted(d for d in p.iterdir() if (d / "metrics.jsonl").is_file())
         if not sub:
             raise FileNotFoundError(f"{p}: neither a run folder (metrics.jsonl) nor a folder of run folders")
-        if sub != [p] and (p / COMPARISON_FILE).is_file():
+        if not is_run and (p / COMPARISON_FILE).is_file():
             meta = json.loads((p / COMPARISON_FILE).read_text())
             order = {a: i for i, a in enumerate(meta.get("arms", []))}
             sub.sort(key=lambda d: (order.get(d.name, len(order)), d.name))
