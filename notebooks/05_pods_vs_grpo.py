@@ -64,7 +64,7 @@ if saved:
     out = Path(saved)
     print("loading the saved comparison in", out)
     run_dirs, _, meta = plots.find_runs([out])
-    plots.make_all(run_dirs, out, meta)  # redraw the figures and summary from metrics.jsonl
+    plots.make({0: run_dirs}, out, meta)  # redraw the figures and summary from metrics.jsonl
 elif SMALL:
     out = compare.run_comparison(
         "runs/nb05_small", arms=("grpo", "pods_max_variance"), log=print,

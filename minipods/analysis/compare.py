@@ -8,17 +8,12 @@ while the update is memory- and time-bound in the number of rollouts it trains o
     python -m minipods.compare --small --output-dir runs/cmp              # the laptop design (= --preset laptop), one seed
     python -m minipods.compare --preset laptop --seeds 0,1,2,3,4,5,6,7,8,9   # the planned study (docs/results.md)
     python -m minipods.compare --small --sweep n=4,8,16                   # PODS for several n, m fixed
-(more in docs/training.md, "Evaluation and the PODS-vs-GRPO comparison")
 
-Each arm is a normal `minipods.train` run in OUTPUT_DIR/ARM (metrics.jsonl, config.json, adapter/,
-checkpoint/), started from a freshly loaded model (arms never share trained weights), with the same
-seed, so the same questions in the same order. A finished arm gets a DONE marker and is skipped when
-the command is run again; an interrupted one resumes from its checkpoint. The figures and
-summary.md/summary.csv (see minipods.analysis.plots) are written to OUTPUT_DIR and can be redrawn with
-`python -m minipods.plots OUTPUT_DIR`. With `--seeds 0,1,2` each seed is such a comparison in
-OUTPUT_DIR/seed{s}/ (its arms share that seed's questions and order), and OUTPUT_DIR gets the study's
-summary with the seed as the unit (minipods.analysis.summary: per-seed differences, then their mean with
-a t-interval and the sign-flip p; time to target with censored seeds kept).
+Each arm is a `minipods.train` run in OUTPUT_DIR/ARM (OUTPUT_DIR/seed{s}/ARM with --seeds), from a freshly
+loaded model, with the same seed (so the same questions in the same order). A finished arm gets a DONE
+marker and is skipped when the command is run again; an interrupted one resumes from its checkpoint.
+The figures and summaries (minipods.analysis.plots; `python -m minipods.plots OUTPUT_DIR` redraws them)
+and the study's seed-level statistics: docs/training.md, "Evaluation and the PODS-vs-GRPO comparison".
 """
 
 from __future__ import annotations
@@ -29,7 +24,6 @@ import json
 import platform
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
@@ -82,17 +76,6 @@ def parse_sweep(spec: str) -> tuple[str, list[int]]:
     return key, values
 
 
-def parse_arms(spec: str | list[str] | tuple[str, ...]) -> list[str]:
-    names = [a.strip() for a in spec.split(",")] if isinstance(spec, str) else list(spec)
-    names = [a for a in names if a]
-    unknown = [a for a in names if a not in ARMS]
-    if unknown:
-        raise ValueError(f"unknown arm(s) {', '.join(unknown)}; expected some of {', '.join(ARMS)}")
-    if len(set(names)) != len(names):
-        raise ValueError(f"--arms lists an arm twice: {','.join(names)}")
-    return names
-
-
 def default_arms(preset: str | None) -> tuple[str, ...]:
     """The arms a preset compares when --arms is not given."""
     return PRESET_ARMS.get(preset, DEFAULT_ARMS)
@@ -108,8 +91,7 @@ def _shared_overrides(preset: str | None, base: dict, overrides: dict) -> dict:
     if ov.get("budget_s") and "max_steps" not in ov:
         ov["max_steps"] = UNBOUNDED_STEPS
     if "eval_every" not in ov and not ov.get("eval_every_s", base.get("eval_every_s")):  # no time grid given
-        preset_every = base.get("eval_every", 0)
-        if preset == "small" or not preset_every:
+        if preset == "small" or not base.get("eval_every", 0):
             steps = ov.get("max_steps", base.get("max_steps", TrainConfig.max_steps))
             ov["eval_every"] = SMALL_EVAL_EVERY if steps >= UNBOUNDED_STEPS or preset == "small" \
                 else max(1, steps // 4)
@@ -118,15 +100,21 @@ def _shared_overrides(preset: str | None, base: dict, overrides: dict) -> dict:
 
 def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "runs/compare",
                 sweep: tuple[str, list[int]] | None = None, **overrides) -> dict[str, TrainConfig]:
-    """Arm name -> its TrainConfig (validated). GRPO arms use n = m = the shared m (so GRPO and PODS
-    update on the same number of rollouts), grpo_same_n uses n = m = the shared n; PODS arms use the shared n and m; sweep arms are PODS
-    (max_variance) with the swept n (or m) and the other one shared."""
+    """Arm name -> its TrainConfig (validated). arms: names of ARMS (a list or "a,b"; None: the preset's).
+    GRPO arms use n = m = the shared m (so GRPO and PODS update on the same number of rollouts), grpo_same_n
+    n = m = the shared n; PODS arms the shared n and m; sweep arms are PODS (max_variance) with the swept n
+    (or m) and the other one shared."""
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
     base = PRESETS[preset] if preset else {}
     ov = _shared_overrides(preset, base, overrides)
     out = Path(output_dir)
-    names = parse_arms(arms if arms is not None else default_arms(preset))
+    names = arms if arms is not None else default_arms(preset)
+    names = [a.strip() for a in (names.split(",") if isinstance(names, str) else names) if a.strip()]
+    if unknown := [a for a in names if a not in ARMS]:
+        raise ValueError(f"unknown arm(s) {', '.join(unknown)}; expected some of {', '.join(ARMS)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"--arms lists an arm twice: {','.join(names)}")
     cfgs: dict[str, TrainConfig] = {}
 
     def make(name, **kw):  # make_config validates; say which arm a bad setting breaks
@@ -153,11 +141,6 @@ def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "
     return cfgs
 
 
-def config_mismatch(cfg: TrainConfig, saved: dict) -> list[str]:
-    """Settings of `cfg` that differ from a saved config.json (ignoring ones that don't change results)."""
-    return [k for k, v in asdict(cfg).items() if k not in _NOT_COMPARED and k in saved and saved[k] != v]
-
-
 def arm_status(cfg: TrainConfig) -> str:
     """'done' (DONE marker), 'resume' (a checkpoint or metrics exist) or 'new'."""
     d = Path(cfg.output_dir)
@@ -179,16 +162,6 @@ def parse_seeds(spec: str | list[int]) -> list[int]:
     return seeds
 
 
-def seed_configs(arms, preset, out: Path, sweep, seeds: list[int] | None, overrides: dict) -> dict:
-    """Seed (None: a single-seed comparison, arms in OUTPUT_DIR/ARM) -> arm -> TrainConfig; with
-    seeds, arms in OUTPUT_DIR/seed{s}/ARM, trained with seed s (data order, sampling, eval questions)."""
-    if seeds is None:
-        return {None: arm_configs(arms, preset, out, sweep, **overrides)}
-    if overrides.get("seed") is not None:
-        raise ValueError("give either --seed or --seeds, not both")
-    return {s: arm_configs(arms, preset, out / f"seed{s}", sweep, **overrides, seed=s) for s in seeds}
-
-
 def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: str | None = None,
                    sweep: tuple[str, list[int]] | str | None = None,
                    model_factory: Callable[[TrainConfig], tuple] | None = None, log: Callable = print,
@@ -204,15 +177,20 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
         sweep = parse_sweep(sweep)
     seeds = parse_seeds(seeds) if seeds is not None else None
     out = Path(output_dir)
-    per_seed = seed_configs(arms, preset, out, sweep, seeds, overrides)
-    # refuse before any work if a saved arm was run with other settings, or the model is not there
-    for cfgs in per_seed.values():
-        for name, cfg in cfgs.items():
-            saved = results.read_config(cfg.output_dir)
-            diff = config_mismatch(cfg, saved) if arm_status(cfg) != "new" else []
-            if diff:
-                raise ValueError(f"{cfg.output_dir} holds a run with different settings ({', '.join(diff)}); "
-                                 "use another --output-dir (or delete that arm's folder)")
+    if seeds is not None and overrides.get("seed") is not None:
+        raise ValueError("give either --seed or --seeds, not both")
+    # seed (None: one comparison, arms in OUTPUT_DIR/ARM) -> arm -> config; seed s: OUTPUT_DIR/seed{s}/ARM
+    per_seed = {None: arm_configs(arms, preset, out, sweep, **overrides)} if seeds is None else \
+        {s: arm_configs(arms, preset, out / f"seed{s}", sweep, **overrides, seed=s) for s in seeds}
+    # refuse before any work if a saved arm was run with other settings (ignoring those that don't change
+    # results), or the model is not there
+    for cfg in (c for cfgs in per_seed.values() for c in cfgs.values()):
+        saved = results.read_config(cfg.output_dir)
+        diff = [k for k, v in dataclasses.asdict(cfg).items() if k not in _NOT_COMPARED and k in saved
+                and saved[k] != v] if arm_status(cfg) != "new" else []
+        if diff:
+            raise ValueError(f"{cfg.output_dir} holds a run with different settings ({', '.join(diff)}); "
+                             "use another --output-dir (or delete that arm's folder)")
     model = next(iter(next(iter(per_seed.values())).values())).model
     if model_factory is None and model != DEFAULT_MODEL:  # each arm loads it; a missing path fails here
         resolve_model(model)
@@ -226,7 +204,7 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
             log(f"== seed {s} ==")
             prepare_output_dir(out / f"seed{s}")
             _run_arms(out / f"seed{s}", per_seed[s], preset, sweep, model_factory, log, {**overrides, "seed": s})
-        for p in plots.make_seeds(out, meta).values():
+        for p in plots.make(results.seed_dirs(out, meta), out, meta).values():
             log(f"wrote {p}")
         return out
 
@@ -241,7 +219,7 @@ def cpu_name() -> str:
 
 def _meta(cfgs: dict[str, TrainConfig], preset, overrides) -> dict:
     """What comparison.json records of a set of arms (the plots read it back)."""
-    return {"arms": list(cfgs), "baseline": results.BASELINE if "grpo" in cfgs else None, "preset": preset,
+    return {"arms": list(cfgs), "baseline": plots.BASELINE if "grpo" in cfgs else None, "preset": preset,
             "overrides": {k: v for k, v in overrides.items() if v is not None}}
 
 
@@ -260,9 +238,7 @@ def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_fact
             continue
         log(f"{head}: {'resuming' if status == 'resume' else 'starting'} in {cfg.output_dir}")
         cfg = dataclasses.replace(cfg, resume=status == "resume")
-        model = tok = None
-        if model_factory is not None:
-            model, tok = model_factory(cfg)
+        model, tok = model_factory(cfg) if model_factory is not None else (None, None)
         reset_peak(cfg.device)  # each arm's peak_mem_mb counts from its own start
         t0 = time.perf_counter()
         train_mod.train(cfg, model, tok)
@@ -274,9 +250,7 @@ def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_fact
         del model, tok
         gc.collect()
 
-    run_dirs = {name: Path(cfg.output_dir) for name, cfg in cfgs.items()}
-    paths = plots.make_all(run_dirs, out, meta)
-    for p in paths.values():
+    for p in plots.make({0: {name: Path(cfg.output_dir) for name, cfg in cfgs.items()}}, out, meta).values():
         log(f"wrote {p}")
     return out
 
@@ -287,19 +261,18 @@ def build_parser():
     p.add_argument("--output-dir", default="runs/compare",
                    help="comparison folder: one sub-folder per arm, figures (default: runs/compare)")
     p.add_argument("--small", action="store_true", help=f"the classroom study (= --preset {SMALL_PRESET}: one prompt "
-                                                        "per step, PODS 16 -> 4 vs GRPO 4 vs random, equal training "
-                                                        "time, one evaluation grid; about an hour on 2 cores)")
-    p.add_argument("--preset", choices=sorted(PRESETS), default=None,
-                   help="shared settings (paper: GRPO n=m=16 vs PODS n=64 m=16); explicit flags override (default: none, "
-                        "train's defaults)")
+                   "per step, PODS 16 -> 4 vs GRPO 4 vs random, equal training time, one evaluation grid; about an "
+                   "hour on 2 cores)")
+    p.add_argument("--preset", choices=sorted(PRESETS), default=None, help="shared settings (paper: GRPO n=m=16 vs "
+                   "PODS n=64 m=16); explicit flags override (default: none, train's defaults)")
     p.add_argument("--arms", default=None,
                    help=f"comma-separated, from {','.join(ARMS)} (default: {','.join(DEFAULT_ARMS)}; "
                         f"--small and --preset laptop: {','.join(LAPTOP_ARMS)}; --preset small: "
                         f"{','.join(SMALL_ARMS)}; with --sweep: none)")
     p.add_argument("--seeds", default=None, help="run every arm once per seed, e.g. 0,1,2 (folders seed{s}/ARM; "
-                                                 "summary: mean and 95%% interval across seeds)")
+                   "summary: mean and 95%% interval across seeds)")
     p.add_argument("--sweep", default=None, help="also run PODS (max_variance) for several n with m fixed, e.g. "
-                                                 "n=8,16,32 (or m=2,4,8 with n fixed)")
+                   "n=8,16,32 (or m=2,4,8 with n fixed)")
     cli.add_dataclass_args(p, TrainConfig, skip=_PER_ARM, default_label="train default")
     return p
 

@@ -1,26 +1,22 @@
 """What each down-sampling rule keeps of the GRPO gradient, and when groups go silent.
 
 Paper (Section 3): max-variance down-sampling keeps "the strongest contrastive signal" of the n
-rollouts. This module measures that claim on one fixed pool of n scored rollouts per prompt:
-
-  * the policy gradient (LoRA parameters, flattened) of GRPO on the *full pool* (advantages
-    standardised over all n), and of the m-subset each rule keeps (advantages standardised within
-    the kept m, the paper's choice) -- exactly the gradient `grpo.grpo_update` would apply before
-    clipping, with one epoch and beta = 0;
-  * their cosine similarity (how much of the full-n direction a subset keeps) and their norms.
+rollouts. Measured here on one fixed pool of n scored rollouts per prompt: the policy gradient (LoRA
+parameters, flattened) of GRPO on the full pool (advantages standardised over all n) and of the m-subset
+each rule keeps (standardised within the kept m, the paper's choice) -- exactly what `grpo.grpo_update`
+applies before clipping with one epoch and beta = 0 -- and their cosine similarity and norms.
 
 Why a Gram matrix. With one epoch the ratio is 1 and grpo_loss is linear in the advantages:
     grad L_S = sum_{i in S} c_i u_i,   c_i = A_i^S / N_S,   u_i = grad of grpo_loss(row i, A=1, N=1)
 (u_i = -grad sum_t log p(o_i,t); N_S = completion tokens of S). So one backward pass per rollout
 gives u_i, the n x n Gram matrix K = U U^T of a prompt holds every inner product, and any subset's
 cosine to the full pool is  c_S^T K c_full / sqrt(c_S^T K c_S * c_full^T K c_full)  -- hundreds of
-random draws cost no further backward passes. `subset_gradient` computes the same gradient directly
-through grpo_loss (the tests check that both agree).
+random draws cost no further backward passes (`subset_gradient` computes the same gradient through
+grpo_loss; the tests check that both agree).
 
-Silent groups (Section 3, zero-variance groups): a group whose rewards are all equal gives no gradient
-(`predicted_silent_fraction`, `observed_silent_fraction`). Max-variance keeps a subset with unequal
-rewards whenever the n generated have any (m >= 2), so PODS (n -> m) is silent only as often as a group
-of n, not of m: the extra rollouts rescue prompts that n = m leaves silent.
+Silent groups (Section 3): a group whose rewards are all equal gives no gradient. Max-variance keeps a
+subset with unequal rewards whenever the n generated have any (m >= 2), so PODS (n -> m) is silent only
+as often as a group of n, not of m: the extra rollouts rescue prompts that n = m leaves silent.
 """
 
 from __future__ import annotations
@@ -38,14 +34,10 @@ from minipods.rollouts import Rollouts
 
 
 # ---------------------------------------------------------------- gradients through grpo_loss
-def _params(model) -> list[torch.Tensor]:
-    return [p for p in model.parameters() if p.requires_grad]
-
-
 def _flat_grad(model, batch: Rollouts, adv: torch.Tensor, num_tokens: float, temperature: float,
                chunk_tokens: int) -> torch.Tensor:
     """(D,) float32 gradient of grpo_loss (one epoch: old_logp = logp, beta 0) w.r.t. the trainable params."""
-    params = _params(model)
+    params = [p for p in model.parameters() if p.requires_grad]
     was_training = model.training
     model.train()  # as grpo_update does
     try:
@@ -85,10 +77,6 @@ class GradientPool:
     gram: np.ndarray  # (P, n, n) float64: K[g] = U_g U_g^T for prompt g
     tokens: np.ndarray  # (P, n) completion tokens per rollout
     rewards: np.ndarray  # (P, n)
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return self.rewards.shape
 
 
 def gradient_pool(model, ro: Rollouts, rewards, temperature: float = 1.0, chunk_tokens: int = 512,
@@ -145,10 +133,11 @@ def compare_rules(pool: GradientPool, ms, rules=RULES, draws: int = 200, seed: i
         "cos_mean", "norm_mean", "norm_ratio_mean" (norm / full-pool norm), "silent_frac"}}}}.
     Means are over prompts whose pool is not silent (all-equal pools have no gradient to keep).
     """
-    P, n = pool.shape
+    P, n = pool.rewards.shape
     full = [coefficients(pool.rewards[g], pool.tokens[g], range(n)) for g in range(P)]
     full_norm = np.array([gram_norm(pool.gram[g], full[g]) for g in range(P)])
     live = full_norm > 0
+    live_mean = lambda x: float(np.mean(x[live])) if live.any() else float("nan")  # noqa: E731
     out = {"full_norm": full_norm, "silent_pool": ~live, "n": n, "draws": draws, "m": {}}
     for m in ms:
         if not 1 <= m <= n:
@@ -164,11 +153,9 @@ def compare_rules(pool: GradientPool, ms, rules=RULES, draws: int = 200, seed: i
                 c_norm = np.array([gram_norm(pool.gram[g], c) for c in cs])
                 cos[g], norm[g], silent[g] = np.mean(c_cos), np.mean(c_norm), np.mean(c_norm == 0)
                 cos_draws.append(c_cos)
-            res = {"cos": cos, "norm": norm,
-                   "cos_mean": float(np.mean(cos[live])) if live.any() else float("nan"),
-                   "norm_mean": float(np.mean(norm[live])) if live.any() else float("nan"),
-                   "norm_ratio_mean": float(np.mean(norm[live] / full_norm[live])) if live.any() else float("nan"),
-                   "silent_frac": float(np.mean(silent[live])) if live.any() else float("nan")}
+            res = {"cos": cos, "norm": norm, "cos_mean": live_mean(cos), "norm_mean": live_mean(norm),
+                   "norm_ratio_mean": live_mean(norm / np.where(live, full_norm, 1.0)),
+                   "silent_frac": live_mean(silent)}
             if rule == "random":
                 res["cos_draws"] = np.array(cos_draws)  # (P, draws)
             out["m"][m][rule] = res

@@ -35,11 +35,9 @@ def read_rows(path: str | Path = CSV) -> list[dict]:
     with Path(path).open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     for r in rows:
-        for k in ("run", "checkpoint", "step"):
-            r[k] = int(r[k])
-        for k in ("hours", "answer_acc", "format_acc", "both_acc", "mean_length"):
-            r[k] = float(r[k])
-        r["answer_acc_repeats"] = [float(x) for x in r["answer_acc_repeats"].split(";")]
+        r.update({k: int(r[k]) for k in ("run", "checkpoint", "step")},
+                 **{k: float(r[k]) for k in ("hours", "answer_acc", "format_acc", "both_acc", "mean_length")},
+                 answer_acc_repeats=[float(x) for x in r["answer_acc_repeats"].split(";")])
     return rows
 
 
@@ -69,8 +67,7 @@ def paper_study(benchmark: str = "gsm8k", settings: list[str] | None = None, bas
     that have `benchmark` when None, in the CSV's order otherwise as given. A Point's n is the graded
     answers (questions x REPEATS): the evaluation is the mean of five samples per question, so its
     noise is at most sqrt(t (1 - t) / n) with that n (notebook 06 checks it against the repeats)."""
-    rows = rows or read_rows()
-    rows = [r for r in rows if r["benchmark"] == benchmark]
+    rows = [r for r in rows or read_rows() if r["benchmark"] == benchmark]
     names = settings or list(dict.fromkeys(r["config"] for r in rows if not r["config"].startswith("base-")))
     out: Study = {}
     for name in names:

@@ -5,9 +5,8 @@
     python -m minipods.plots runs/compare/grpo               # one run: its files go into that folder
     python -m minipods.plots runs/grpo runs/pods --out figs  # several runs: --out says where
 
-Writes into the comparison folder (or the run folder, or --out) accuracy_vs_time.png (the paper's
-headline figure), with one seed also reward_vs_step.png, time_breakdown.png and, for a `compare --sweep`
-folder, sweep_accuracy_vs_n.png (each figure's function says what it draws), and summary.md/summary.csv
+Writes accuracy_vs_time.png (the paper's headline figure), with one seed also reward_vs_step.png,
+time_breakdown.png and, for a `compare --sweep` folder, sweep_accuracy_vs_n.png, and summary.md/.csv
 (minipods.analysis.summary). Nothing here needs torch or a model.
 """
 
@@ -18,16 +17,16 @@ import math
 import sys
 from pathlib import Path
 
-from minipods.analysis.results import (BASELINE, COMPARISON_FILE, find_runs, pick_baseline,  # noqa: F401
-                                       read_config, read_rows, read_study, repriced_study, summarize,
-                                       training_rows, update_pricing)
-from minipods.analysis.summary import summarize_study, write_summary
+from minipods.analysis.results import (COMPARISON_FILE, find_runs, read_config, read_rows,  # noqa: F401
+                                       read_study, repriced_study, seed_dirs, summarize, training_rows,
+                                       update_pricing)
+from minipods.analysis.summary import BASELINE, summarize_study, write_summary
 from minipods.cli import Parser, fail
 from minipods.evaluate import wilson_interval
 from minipods.learning_curve import figure, moving_average, plot_learning_curve  # noqa: F401
 
 FIGURES = ("accuracy_vs_time.png", "reward_vs_step.png", "time_breakdown.png")  # one seed's figures
-SWEEP_FIGURE = "sweep_accuracy_vs_n.png"
+SWEEP_FIGURE = "sweep_accuracy_vs_n.png"  # m swept: sweep_accuracy_vs_m.png
 MAX_BANDS = 3  # draw 95% bands on a single seed's accuracy curves only up to this many arms
 COST_KEYS = ("steps", "train_s", "mean_step_s", "mean_rollout_s", "mean_update_s", "zero_std_frac", "peak_mem_mb")
 
@@ -181,29 +180,21 @@ def mean_costs(rows: dict[int, dict[str, list[dict]]]) -> dict[str, dict]:
             for a, rs in per_arm.items()}
 
 
-def _sweep_figure(study_arms: dict, configs: dict, meta: dict, out_dir: Path) -> tuple[str, Path]:
-    sweep = meta["sweep"]
-    param = sweep.get("param", "n")
-    other = "m" if param == "n" else "n"
-    arms = {a: p for a, p in study_arms.items() if a in sweep.get("arms", [])}
-    pts, at_s = sweep_points(arms, configs, param, math.inf if meta.get("budget_s") else None)
-    fixed = {configs[a].get(other) for a in arms}
-    name = SWEEP_FIGURE if param == "n" else f"sweep_accuracy_vs_{param}.png"
-    plot_sweep(pts, out_dir / name, at_s, param, f"{other}={fixed.pop()}" if len(fixed) == 1 else "")
-    return name, out_dir / name
-
-
 def make(seed_dirs: dict, out_dir: str | Path, meta: dict | None = None, baseline: str | None = None) -> dict:
     """Every figure and the summary of seed -> arm -> run folder, into out_dir (one seed: also the
-    reward, time-breakdown and sweep figures and the target line). Returns name -> path."""
+    reward, time-breakdown and sweep figures and the target line). baseline: the arm whose plateau is
+    the target (default: comparison.json's, else BASELINE, else the first grpo run). Returns name -> path."""
     meta, out_dir = meta or {}, Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = {s: {a: read_rows(d) for a, d in dirs.items()} for s, dirs in seed_dirs.items()}
     configs = {a: read_config(d) for dirs in seed_dirs.values() for a, d in dirs.items()}
     study = read_study(seed_dirs)
     pricing = {a: update_pricing(configs[a]) for a in dict.fromkeys(a for by in study.values() for a in by)}
-    s = summarize_study(study, pick_baseline(configs, baseline or meta.get("baseline") or BASELINE),
-                        costs=mean_costs(rows), pricing=pricing, repriced=repriced_study(study, rows, configs))
+    baseline = baseline or meta.get("baseline") or BASELINE
+    if baseline not in configs:
+        baseline = next((a for a, cfg in configs.items() if cfg.get("method") == "grpo"), None)
+    s = summarize_study(study, baseline, costs=mean_costs(rows), pricing=pricing,
+                        repriced=repriced_study(study, rows, configs))
     one = len(seed_dirs) == 1
     target = next((t[0] for t in (s["time"] or {"targets": {}})["targets"].values() if t and one), None)
     paths = {"accuracy_vs_time.png": out_dir / "accuracy_vs_time.png"}
@@ -213,25 +204,17 @@ def make(seed_dirs: dict, out_dir: str | Path, meta: dict | None = None, baselin
         for name, draw in (("reward_vs_step.png", plot_reward_vs_step), ("time_breakdown.png", plot_time_breakdown)):
             paths[name] = out_dir / name
             draw(runs, paths[name], configs)
-        if meta.get("sweep"):
-            fig_name, fig_path = _sweep_figure(next(iter(study.values())), configs, meta, out_dir)
-            paths[fig_name] = fig_path
+    if one and (sweep := meta.get("sweep")):  # accuracy at the sweep arms' common horizon vs the swept n (or m)
+        param = sweep.get("param", "n")
+        other = "m" if param == "n" else "n"
+        arms = {a: p for a, p in next(iter(study.values())).items() if a in sweep.get("arms", [])}
+        pts, at_s = sweep_points(arms, configs, param, math.inf if meta.get("budget_s") else None)
+        fixed = {configs[a].get(other) for a in arms}
+        name = f"sweep_accuracy_vs_{param}.png"
+        paths[name] = out_dir / name
+        plot_sweep(pts, paths[name], at_s, param, f"{other}={fixed.pop()}" if len(fixed) == 1 else "")
     paths["summary.md"], paths["summary.csv"] = write_summary(s, out_dir, configs)
     return paths
-
-
-def make_all(run_dirs: dict[str, Path], out_dir: str | Path, meta: dict | None = None,
-             baseline: str | None = None) -> dict:
-    """One seed's comparison: arm -> run folder (`make` with one seed)."""
-    return make({0: dict(run_dirs)}, out_dir, meta, baseline)
-
-
-def make_seeds(out_dir: str | Path, meta: dict, dest: str | Path | None = None, baseline: str | None = None) -> dict:
-    """A `compare --seeds` folder (OUTPUT_DIR/seed{s}/ARM): its top-level figure and summary (into dest)."""
-    out_dir = Path(out_dir)
-    dirs = {s: {a: out_dir / f"seed{s}" / a for a in meta["arms"] if (out_dir / f"seed{s}" / a / "metrics.jsonl").is_file()}
-            for s in meta["seeds"]}
-    return make(dirs, dest or out_dir, meta, baseline)
 
 
 def main(argv=None) -> int:
@@ -247,13 +230,13 @@ def main(argv=None) -> int:
         top = Path(args.runs[0]) / COMPARISON_FILE
         meta = json.loads(top.read_text()) if len(args.runs) == 1 and top.is_file() else {}
         if meta.get("seeds"):
-            paths = make_seeds(args.runs[0], meta, args.out, args.baseline)
+            paths = make(seed_dirs(args.runs[0], meta), args.out or args.runs[0], meta, args.baseline)
         else:
             run_dirs, out, meta = find_runs(args.runs)
             if (args.out or out) is None:
                 raise ValueError("several run folders: say where the files go with --out")
             print("arms: " + ", ".join(run_dirs))
-            paths = make_all(run_dirs, args.out or out, meta, args.baseline)
+            paths = make({0: run_dirs}, args.out or out, meta, args.baseline)
     except (OSError, ValueError, KeyError) as e:  # a RunError (a damaged file) is a ValueError
         return fail("minipods.plots", e)
     for path in paths.values():

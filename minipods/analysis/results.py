@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from minipods.analysis.stats import mean_interval
-from minipods.analysis.summary import BASELINE, Point
+from minipods.analysis.summary import Point
 from minipods.checkpoint import eval_path, eval_steps, read_log
 
 COMPARISON_FILE = "comparison.json"  # written by minipods.compare: arm order, baseline, seeds, sweep
@@ -44,13 +44,11 @@ def training_rows(rows: list[dict]) -> list[dict]:
     return [r for r in rows if "step_s" in r]
 
 
-def read_points(run_dir: str | Path, rows: list[dict] | None = None) -> list[Point]:
+def read_points(run_dir: str | Path) -> list[Point]:
     """A run's evaluations in time order: training seconds, step, accuracy, questions and, where its
     evaluation file was kept, the 0/1 per question index."""
-    rows = read_rows(run_dir) if rows is None else rows
-    kept = set(eval_steps(run_dir))
-    pts = []
-    for r in rows:
+    kept, pts = set(eval_steps(run_dir)), []
+    for r in read_rows(run_dir):
         if r.get("eval_accuracy") is None:
             continue
         step = int(r["step"])
@@ -61,8 +59,13 @@ def read_points(run_dir: str | Path, rows: list[dict] | None = None) -> list[Poi
 
 def read_study(seed_dirs: dict[int, dict[str, Path]]) -> dict[int, dict[str, list[Point]]]:
     """seed -> arm -> run folder, read into a study (arms without evaluations are left out)."""
-    study = {s: {a: read_points(d) for a, d in dirs.items()} for s, dirs in seed_dirs.items()}
-    return {s: {a: p for a, p in arms.items() if p} for s, arms in study.items()}
+    return {s: {a: pts for a, d in dirs.items() if (pts := read_points(d))} for s, dirs in seed_dirs.items()}
+
+
+def seed_dirs(folder: str | Path, meta: dict) -> dict[int, dict[str, Path]]:
+    """A `compare --seeds` folder (FOLDER/seed{s}/ARM; meta: its comparison.json): seed -> arm -> run folder."""
+    dirs = {s: {a: Path(folder) / f"seed{s}" / a for a in meta["arms"]} for s in meta["seeds"]}
+    return {s: {a: d for a, d in by.items() if (d / "metrics.jsonl").is_file()} for s, by in dirs.items()}
 
 
 def summarize(runs: dict[str, list[dict]]) -> list[dict]:
@@ -140,28 +143,18 @@ def find_runs(paths: list[str | Path]) -> tuple[dict[str, Path], Path, dict]:
     it is one run: never into a run's parent, which inside a study holds that seed's summary."""
     runs: dict[str, Path] = {}
     meta: dict = {}
-    for raw in paths:
-        p = Path(raw)
+    for p in map(Path, paths):
         if not p.is_dir():
             raise FileNotFoundError(f"{p}: not a folder")
-        if (p / "metrics.jsonl").is_file():
-            runs[p.name if p.name not in runs else f"{p.parent.name}/{p.name}"] = p
-            continue
-        sub = sorted(d for d in p.iterdir() if (d / "metrics.jsonl").is_file())
+        is_run = (p / "metrics.jsonl").is_file()
+        sub = [p] if is_run else sorted(d for d in p.iterdir() if (d / "metrics.jsonl").is_file())
         if not sub:
             raise FileNotFoundError(f"{p}: neither a run folder (metrics.jsonl) nor a folder of run folders")
-        if (p / COMPARISON_FILE).is_file():
+        if not is_run and (p / COMPARISON_FILE).is_file():
             meta = json.loads((p / COMPARISON_FILE).read_text())
             order = {a: i for i, a in enumerate(meta.get("arms", []))}
             sub.sort(key=lambda d: (order.get(d.name, len(order)), d.name))
         for d in sub:
-            runs[d.name if d.name not in runs else f"{p.name}/{d.name}"] = d
+            runs[d.name if d.name not in runs else f"{d.parent.name}/{d.name}"] = d
     out = Path(paths[0]) if len(paths) == 1 else None
     return runs, out, meta
-
-
-def pick_baseline(configs: dict[str, dict], preferred: str | None = BASELINE) -> str | None:
-    """`preferred` if it is an arm, else the first arm trained with method grpo, else None."""
-    if preferred in configs:
-        return preferred
-    return next((name for name, cfg in configs.items() if cfg.get("method") == "grpo"), None)

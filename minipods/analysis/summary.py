@@ -1,17 +1,12 @@
 """The summary of a study: arms trained once per seed, compared with the seed (one training run) as
-the unit. One seed is the one-seed case of many.
+the unit. One seed is the one-seed case of many. A study is `dict[seed, dict[arm, list[Point]]]` (each
+list non-empty, in time order), read from run folders (minipods.analysis.results.read_study) or from
+the paper's released runs (minipods.analysis.paper_runs):
 
-    from minipods.analysis.summary import Point, summarize_study, summary_lines
-    study = {0: {"grpo": [Point(0.0, 0, 0.133, 128), Point(320.0, 32, 0.414, 128)], "pods": [...]}, 1: {...}}
-    s = summarize_study(study, baseline="grpo", focus="pods")
-    print("\\n".join(summary_lines(s)))
+    s = summarize_study(study, baseline="grpo", focus="pods")   # every comparison, as numbers
+    print("\\n".join(summary_lines(s)))                          # summary.md (write_summary: also .csv)
 
-A study is `dict[seed, dict[arm, list[Point]]]` (each list non-empty, in time order); run folders are one
-reader into it (minipods.analysis.results.read_study), the paper's released runs another
-(minipods.analysis.paper_runs). Entry points: `difference` (b minus a per seed, then across seeds),
-`time_to_target`, `summarize_study` (all of it for every arm), `format_difference` (the one paired
-line), `summary_lines` and `write_summary` (summary.md, summary.csv). docs/training.md states the rules
-for users; each is written once here:
+The rules (docs/training.md states them for users), each written once here:
   * target: the baseline's plateau, the mean of its last PLATEAU_K evaluations in that seed (not its
     best: a maximum of noisy evaluations is biased up and met by the baseline by construction), or an
     accuracy declared before the study (`target=`); an arm reaches it at its first evaluation within
@@ -171,30 +166,27 @@ def summarize_study(study: dict, baseline: str | None = BASELINE, focus: str | N
 
 
 # ---------------------------------------------------------------- formatting
-def _pts(x: float) -> str:
-    return f"{100 * x:+.1f}".replace("-", "−")
+def _pts(x: float, unit: str = "", ci=None) -> str:
+    """A difference in points (a true minus sign), then its interval [lo, hi] where there is one."""
+    return f"{100 * x:+.1f}".replace("-", "−") + unit + (f" [{_pts(ci[0])}, {_pts(ci[1])}]" if ci else "")
 
 
 def fmt_p(p: float | None) -> str:
     return "-" if p is None else ("<0.0001" if p < 1e-4 else f"{p:.2g}")
 
 
-def _ci(lo: float, hi: float) -> str:
-    return f"[{_pts(lo)}, {_pts(hi)}]"
-
-
 def _seed_cell(v: dict, unit: str = "") -> str:
-    """One seed's difference in points [its paired CI, where the questions were kept]."""
-    return _pts(v["diff"]) + unit + (f" {_ci(*v['paired']['ci95'])}" if v["paired"] else "")
+    """One seed's difference [its paired CI, where the questions were kept]."""
+    return _pts(v["diff"], unit, v["paired"] and v["paired"]["ci95"])
 
 
 def _cell(d: dict | None, unit: str = "") -> str:
-    """A difference in points: the seed-level mean [CI] (one seed: its diff [paired CI])."""
+    """A difference: the seed-level mean [t CI] (one seed: its diff [paired CI]); "-" when there is none."""
     if not d or not d["per_seed"]:
         return "-"
     m = d["seeds"]
     if m["k"] > 1:
-        return f"{_pts(m['mean'])}{unit} {_ci(m['lo'], m['hi'])}"
+        return _pts(m["mean"], unit, (m["lo"], m["hi"]))
     return _seed_cell(next(iter(d["per_seed"].values())), unit)
 
 
@@ -213,17 +205,16 @@ def format_difference(d: dict, per_seed: bool = True) -> str:
         (f"; sign-flip p {fmt_p(m['p'])})" if m["p"] is not None else ")")
     if per_seed:
         line += "; per seed " + ", ".join(map(_seed_cell, ps.values()))
-    if d["pooled"]:
-        q = d["pooled"]
-        line += f"; these seeds' {q['n']} questions pooled {_pts(q['diff'])} {_ci(*q['ci95'])}"
+    if q := d["pooled"]:
+        line += f"; these seeds' {q['n']} questions pooled {_pts(q['diff'], '', q['ci95'])}"
     return line
 
 
-def _mi(m: dict, scale: float = 100.0, digits: int = 1) -> str:
+def _mi(m: dict) -> str:
+    """A mean in % [its t-interval]."""
     if m["mean"] is None:
         return "-"
-    body = f"{scale * m['mean']:.{digits}f}"
-    return body + (f" [{scale * m['lo']:.{digits}f}, {scale * m['hi']:.{digits}f}]" if m["lo"] is not None else "")
+    return f"{100 * m['mean']:.1f}" + (f" [{100 * m['lo']:.1f}, {100 * m['hi']:.1f}]" if m["lo"] is not None else "")
 
 
 def _t(x: float, unit: str) -> str:
@@ -285,8 +276,7 @@ def _pricing_lines(s: dict, unit: str) -> list[str]:
 def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "s") -> list[str]:
     """summary.md: the headline differences (seed-level first), a table per arm, time to target per
     seed (times in `unit`: "s" for training seconds, e.g. "h" for hours)."""
-    configs, base, focus = configs or {}, s["baseline"], s["focus"]
-    seeds = s["seeds"]
+    configs, base, focus, seeds = configs or {}, s["baseline"], s["focus"], s["seeds"]
     lines = [f"# minipods comparison: {len(seeds)} seed{'s' * (len(seeds) > 1)} ({', '.join(map(str, seeds))})", "",
              "The training run is the unit: each difference is the mean over seeds of the per-seed difference with "
              "a Student-t 95% interval and the exact sign-flip p; a pooled interval is about these seeds' "
@@ -312,8 +302,7 @@ def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "
         cells += [step, "-" if c.get("zero_std_frac") is None else f"{c['zero_std_frac']:.2f}",
                   "-" if c.get("peak_mem_mb") is None else f"{c['peak_mem_mb']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
-    lines += _time_lines(s, unit) if s["time"] else []
+    lines += [""] + (_time_lines(s, unit) if s["time"] else [])
     return lines + (_pricing_lines(s, unit) if s.get("pricing") else [])
 
 
@@ -325,10 +314,9 @@ def _csv_row(s: dict, a: str, configs: dict) -> dict:
     for name, d in (("learn", s["learning"][a]), ("vs_focus", s["versus"].get(a)), ("equal_time", s["equal_time"].get(a))):
         if d and d["per_seed"]:
             row.update({f"{name}_{k}": d["seeds"][k] for k in ("mean", "lo", "hi", "k", "p")})
-            if d["pooled"]:
+            if q := d["pooled"]:
                 row.update({f"{name}_questions_{k}": v for k, v in
-                            (("diff", d["pooled"]["diff"]), ("lo", d["pooled"]["ci95"][0]),
-                             ("hi", d["pooled"]["ci95"][1]), ("n", d["pooled"]["n"]))})
+                            zip(("diff", "lo", "hi", "n"), (q["diff"], q["ci95"][0], q["ci95"][1], q["n"]))})
     r = (s["time"] or {"arms": {}})["arms"].get(a)
     if r:
         row.update(reached=r["reached"], of=r["of"], censored=r["censored"], time_s=r["restricted_s"]["mean"],
