@@ -15,6 +15,8 @@ copy would cost the memory 4 bits saved) rollouts decode with the policy itself.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import torch
 
 _FOLD_ATTR = "_minipods_folded"
@@ -194,14 +196,6 @@ def _use_copy_attention(model) -> bool:
     return True
 
 
-class _Folded:
-    """Holder for the copy (a plain object, so nn.Module does not register the copy as a submodule
-    of the policy: its parameters stay out of model.parameters(), state_dict() and the optimizer)."""
-
-    def __init__(self, copy, pairs, upcast, pack, fuse):
-        self.copy, self.pairs, self.upcast, self.pack, self.fuse = copy, pairs, upcast, pack, fuse
-
-
 def _foldable_lora_layers(model) -> list[tuple[str, object]] | None:
     """(name, peft LoRA layer) pairs of a peft model whose adapter can be folded exactly into plain
     nn.Linear weights; None when folding does not apply (no adapter, 4-bit/8-bit base layers, DoRA
@@ -232,7 +226,7 @@ def _fold(m) -> torch.Tensor:
     return w
 
 
-def _build_copy(model, layers, upcast: bool, pack: bool, fuse: bool) -> _Folded:
+def _build_copy(model, layers, upcast: bool, pack: bool, fuse: bool) -> SimpleNamespace:
     """folded_copy's copy, built once: the base model deep-copied with every tensor shared except the
     LoRA-targeted linears' weights, those (and the head, when upcast or packed) replaced by the
     copy's own modules; their weights are filled by folded_copy's refresh."""
@@ -261,7 +255,9 @@ def _build_copy(model, layers, upcast: bool, pack: bool, fuse: bool) -> _Folded:
     if upcast or pack:
         _use_copy_attention(cp)
     cp.eval()
-    return _Folded(cp, pairs, upcast, pack, fuse)
+    # a plain object, not an nn.Module attribute of the policy: the copy's parameters stay out of
+    # model.parameters(), state_dict() and the optimizer
+    return SimpleNamespace(copy=cp, pairs=pairs, upcast=upcast, pack=pack, fuse=fuse)
 
 
 @torch.no_grad()
@@ -287,7 +283,7 @@ def folded_copy(model, upcast: bool | None = None, pack: bool | None = None, fus
     if (held is None or (held.upcast, held.pack, held.fuse) != (upcast, pack, fuse) or held.copy.device != w0.device
             or len(held.pairs) < len(layers)):
         held = _build_copy(model, layers, upcast, pack, fuse)
-        model.__dict__[_FOLD_ATTR] = held  # plain attribute (see _Folded)
+        model.__dict__[_FOLD_ATTR] = held  # plain attribute (see _build_copy)
     for m, src, dst in held.pairs:  # refresh: cheap next to a rollout phase
         w = (src.float() if m is None else _fold(m)).to(src.dtype)  # one rounding to the policy's dtype
         if isinstance(dst, PackedLinear):
