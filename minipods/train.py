@@ -352,18 +352,14 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
     finally:
         bar.close()
     ckpt_io.save_adapter(out, model)
-    report_learning(out)
-    return out
-
-
-def report_learning(out: Path) -> None:
-    """The run's last words: first vs. last evaluation on the same questions (one line, paired
-    interval) and learning_curve.png (reward, accuracy, completion length per step)."""
+    # the run's last words: learning_curve.png (reward, accuracy, completion length per step) and the
+    # first vs. the last evaluation on the same questions (one line, paired interval)
     from minipods.learning_curve import plot_learning_curve  # here: matplotlib loads only at the end
     plot_learning_curve(out, out / "learning_curve.png")
     change = learning_change(out)
     if change is not None:
         print(format_change(change))
+    return out
 
 
 # ---------------------------------------------------------------- CLI
