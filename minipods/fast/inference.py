@@ -183,19 +183,6 @@ def _copy_attention(module, query, key, value, attention_mask, **kwargs):
     return out.to(dtype), None
 
 
-def _use_copy_attention(model) -> bool:
-    """Switch `model` (the folded copy: its config is its own) from "sdpa" to _copy_attention."""
-    from transformers import AttentionInterface
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
-
-    if getattr(model.config, "_attn_implementation", None) != "sdpa":
-        return False
-    AttentionInterface.register("minipods_copy_attention", _copy_attention)
-    ALL_MASK_ATTENTION_FUNCTIONS.register("minipods_copy_attention", sdpa_mask)  # the masks SDPA takes
-    model.set_attn_implementation("minipods_copy_attention")
-    return True
-
-
 def _foldable_lora_layers(model) -> list[tuple[str, object]] | None:
     """(name, peft LoRA layer) pairs of a peft model whose adapter can be folded exactly into plain
     nn.Linear weights; None when folding does not apply (no adapter, 4-bit/8-bit base layers, DoRA
@@ -252,8 +239,13 @@ def _build_copy(model, layers, upcast: bool, pack: bool, fuse: bool) -> SimpleNa
         pairs.append((None, base.get_output_embeddings().weight, up))
     if pack and fuse:
         pairs = _fuse_siblings(cp, pairs)
-    if upcast or pack:
-        _use_copy_attention(cp)
+    if (upcast or pack) and getattr(cp.config, "_attn_implementation", None) == "sdpa":  # the copy's config is its own
+        from transformers import AttentionInterface
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+
+        AttentionInterface.register("minipods_copy_attention", _copy_attention)
+        ALL_MASK_ATTENTION_FUNCTIONS.register("minipods_copy_attention", sdpa_mask)  # the masks SDPA takes
+        cp.set_attn_implementation("minipods_copy_attention")
     cp.eval()
     # a plain object, not an nn.Module attribute of the policy: the copy's parameters stay out of
     # model.parameters(), state_dict() and the optimizer
