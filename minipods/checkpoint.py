@@ -168,11 +168,8 @@ def eval_path(run_dir: str | Path, step: int) -> Path:
 
 
 def eval_steps(run_dir: str | Path) -> list[int]:
-    """Steps that have a per-question evaluation file, ascending."""
-    d = Path(run_dir) / EVAL_DIR
-    if not d.is_dir():
-        return []
-    return sorted(int(p.stem[5:]) for p in d.glob("step_*.jsonl") if p.stem[5:].isdigit())
+    """Steps that have a per-question evaluation file, ascending (none without an eval/ folder)."""
+    return sorted(int(p.stem[5:]) for p in (Path(run_dir) / EVAL_DIR).glob("step_*.jsonl") if p.stem[5:].isdigit())
 
 
 # ---------------------------------------------------------------- RNG
