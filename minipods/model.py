@@ -126,12 +126,10 @@ def resolve_model(name_or_path: str) -> str:
     return name_or_path  # a hub id: from_pretrained uses the HF cache, or downloads
 
 
-def pick_dtype(dtype: str | torch.dtype | None, device: str) -> torch.dtype:
+def pick_dtype(dtype: str | None, device: str) -> torch.dtype:
     """'auto': on CUDA bf16 where the chosen card computes it natively (compute capability >= 8.0),
     else fp16 (T4, V100: is_bf16_supported() says True there by emulation, and bitsandbytes' 4-bit
     kernels are fp16-only). fp32 on CPU: the same numbers on every CPU."""
-    if isinstance(dtype, torch.dtype):
-        return dtype
     table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
              "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
     if dtype in (None, "auto"):
