@@ -156,13 +156,6 @@ def learning_change(run_dir: str | Path) -> dict | None:
     return paired_difference([a for a, _ in pairs], [b for _, b in pairs])
 
 
-def format_change(ch: dict) -> str:
-    """`eval accuracy A% -> B% (+D points, paired 95% CI [lo, hi], N questions)`, in points."""
-    lo, hi = ch["ci95"]
-    return (f"eval accuracy {100 * ch['acc_a']:.1f}% -> {100 * ch['acc_b']:.1f}% ({100 * ch['diff']:+.1f} points, "
-            f"paired 95% CI [{100 * lo:+.1f}, {100 * hi:+.1f}], {ch['n']} questions)")
-
-
 # ---------------------------------------------------------------- CLI: python -m minipods.evaluate
 @dataclass
 class EvalConfig:

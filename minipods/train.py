@@ -37,7 +37,7 @@ from minipods.checkpoint import eval_path, eval_steps
 from minipods.cli import Parser, add_dataclass_args, check_choices, check_positive, fail, overrides, setting
 from minipods.data import build_prompt, check_level, load_task
 from minipods.downsample import RULES, select_groups
-from minipods.evaluate import evaluate_to_file, format_change, learning_change
+from minipods.evaluate import evaluate_to_file, learning_change
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.fast.update import fast_grpo_update, update_pricing
 from minipods.grpo import LOSS_TYPES, group_advantages, grpo_update, loss_scaler
@@ -356,9 +356,11 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
     # first vs. the last evaluation on the same questions (one line, paired interval)
     from minipods.learning_curve import plot_learning_curve  # here: matplotlib loads only at the end
     plot_learning_curve(out, out / "learning_curve.png")
-    change = learning_change(out)
-    if change is not None:
-        print(format_change(change))
+    ch = learning_change(out)
+    if ch is not None:
+        lo, hi = ch["ci95"]
+        print(f"eval accuracy {100 * ch['acc_a']:.1f}% -> {100 * ch['acc_b']:.1f}% ({100 * ch['diff']:+.1f} points, "
+              f"paired 95% CI [{100 * lo:+.1f}, {100 * hi:+.1f}], {ch['n']} questions)")
     return out
 
 
