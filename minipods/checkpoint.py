@@ -1,15 +1,10 @@
 """Run-folder bookkeeping: checkpoints, RNG states, the metrics log, one process per folder.
 
-Not part of the paper; it is what makes a long RL run safe to stop (docs/training.md, "Outputs";
-tests/test_faults.py kills a run at every `fault_point`):
-  * every write is atomic (temp file or folder, fsync, rename) or an fsynced append, so a kill at
-    any instant leaves at least one whole checkpoint; `load_checkpoint` falls back to the older one;
-  * a run folder is data, never code: trainer.pt holds only plain values (loaded with
-    weights_only=True after a scan that runs nothing), the adapter is safetensors, state.json is
-    JSON; anything else is refused with one line (`Refused`, `RunError`);
-  * a failed write (a full disk) stops the run with one line (`stop_on_os_error`) and --resume
-    continues exactly once space is freed; `read_log` drops only a torn *last* line;
-  * `RunLock`: an flock on OUTPUT_DIR/.lock, released by the kernel when a process dies.
+Not part of the paper; it is what makes a long RL run safe to stop (docs/training.md, "Outputs", says
+what each file holds and what is refused). Every write is atomic (temp file or folder, fsync, rename)
+or an fsynced append, so a kill at any instant (tests/test_faults.py kills a run at every
+`fault_point`) leaves at least one whole checkpoint; a run folder is data, never code, and anything
+else is refused with one line (`Refused`, `RunError`); a failed write stops the run with one line.
 """
 
 from __future__ import annotations
@@ -61,35 +56,29 @@ def prepare_output_dir(out: Path) -> Path:
     return out
 
 
-class RunLock:
-    """Exclusive lock on a run folder for the life of a process (`with RunLock(out): ...`)."""
+@contextlib.contextmanager
+def RunLock(out: Path):  # noqa: N802 - a context manager named as the class it was
+    """Exclusive lock on a run folder for the life of the block (`with RunLock(out): ...`): an
+    flock on OUTPUT_DIR/.lock, released by the kernel when the process dies."""
+    import fcntl
 
-    def __init__(self, out: Path):
-        self.path = Path(out) / LOCK_FILE
-        self.fd = None
-
-    def __enter__(self):
-        import fcntl
-
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            if e.errno in (errno.EAGAIN, errno.EACCES):
-                raise RunError(f"{self.path.parent} is in use by another minipods process (pid {holder}); "
-                               "wait for it or stop it, then run again") from None
-            raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)  # who holds it, for the message above
-        self.fd = fd
-        return self
-
-    def __exit__(self, *exc):
-        if self.fd is not None:
-            os.close(self.fd)  # closing releases the flock (so does the process dying)
-            self.fd = None
+    path = Path(out) / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        if e.errno in (errno.EAGAIN, errno.EACCES):
+            raise RunError(f"{path.parent} is in use by another minipods process (pid {holder}); "
+                           "wait for it or stop it, then run again") from None
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)  # who holds it, for the message above
+    try:
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock (so does the process dying)
 
 
 @contextlib.contextmanager
@@ -179,11 +168,8 @@ def eval_path(run_dir: str | Path, step: int) -> Path:
 
 
 def eval_steps(run_dir: str | Path) -> list[int]:
-    """Steps that have a per-question evaluation file, ascending."""
-    d = Path(run_dir) / EVAL_DIR
-    if not d.is_dir():
-        return []
-    return sorted(int(p.stem[5:]) for p in d.glob("step_*.jsonl") if p.stem[5:].isdigit())
+    """Steps that have a per-question evaluation file, ascending (none without an eval/ folder)."""
+    return sorted(int(p.stem[5:]) for p in (Path(run_dir) / EVAL_DIR).glob("step_*.jsonl") if p.stem[5:].isdigit())
 
 
 # ---------------------------------------------------------------- RNG
@@ -370,26 +356,20 @@ def check_adapter(folder: Path) -> Path:
     return weights
 
 
-def _load_whole(ckpt: Path) -> dict:
-    """Read every part of one checkpoint; raise if any part is missing, damaged or not what it claims."""
-    from safetensors.torch import load_file
-
-    state = _read_state(ckpt / "state.json")
-    trainer = load_trainer(ckpt / "trainer.pt")
-    adapter = load_file(str(check_adapter(ckpt / "adapter")))
-    return {"path": ckpt, "state": state, "trainer": trainer, "adapter": adapter}
-
-
 def load_checkpoint(out: Path) -> dict | None:
     """The newest whole checkpoint of a run folder as {path, state, trainer, adapter}, None if the
     folder has none at all; RunError when checkpoints exist but none can be read."""
+    from safetensors.torch import load_file
+
     out = Path(out)
     found = [out / name for name in (CHECKPOINT, OLD) if (out / name).is_dir()]
     # checkpoint.old can be the only whole one: a kill between the two renames of a save
     errors = []
     for ckpt in found:
-        try:
-            return _load_whole(ckpt)
+        try:  # every part, or the checkpoint is not whole
+            state, trainer = _read_state(ckpt / "state.json"), load_trainer(ckpt / "trainer.pt")
+            adapter = load_file(str(check_adapter(ckpt / "adapter")))
+            return {"path": ckpt, "state": state, "trainer": trainer, "adapter": adapter}
         except Exception as e:  # noqa: BLE001 - any unreadable part means "not whole"
             errors.append(str(e) if isinstance(e, Refused) else f"{ckpt}: {type(e).__name__}: {first_line(e)}")
     if errors:

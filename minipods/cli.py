@@ -85,10 +85,8 @@ def add_dataclass_args(parser: argparse.ArgumentParser, cls, skip=(), default_la
             default = ",".join(map(str, default))
         help = f.metadata["help"].replace("%", "%%") + f" ({default_label}: {default})"
         kind = _kind(cls, f)
-        if kind is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help)
-        else:
-            parser.add_argument(flag, type=kind, default=None, help=help)
+        how = {"action": argparse.BooleanOptionalAction} if kind is bool else {"type": kind}
+        parser.add_argument(flag, default=None, help=help, **how)
     parser.formatter_class = argparse.HelpFormatter  # defaults are already in each help string
 
 

@@ -156,13 +156,6 @@ def learning_change(run_dir: str | Path) -> dict | None:
     return paired_difference([a for a, _ in pairs], [b for _, b in pairs])
 
 
-def format_change(ch: dict) -> str:
-    """`eval accuracy A% -> B% (+D points, paired 95% CI [lo, hi], N questions)`, in points."""
-    lo, hi = ch["ci95"]
-    return (f"eval accuracy {100 * ch['acc_a']:.1f}% -> {100 * ch['acc_b']:.1f}% ({100 * ch['diff']:+.1f} points, "
-            f"paired 95% CI [{100 * lo:+.1f}, {100 * hi:+.1f}], {ch['n']} questions)")
-
-
 # ---------------------------------------------------------------- CLI: python -m minipods.evaluate
 @dataclass
 class EvalConfig:
@@ -205,13 +198,6 @@ class EvalConfig:
                              "--temperature > 0 with --samples > 1")
 
 
-def build_parser() -> Parser:
-    p = Parser(prog="python -m minipods.evaluate",
-               description="Accuracy of a model (optionally with a trained LoRA adapter) on GSM8K test questions.")
-    add_dataclass_args(p, EvalConfig)
-    return p
-
-
 def resolve_adapter(path: str) -> tuple[Path, dict | None]:
     """The adapter folder for `path` (an adapter, or a run folder with adapter/ or checkpoint/adapter),
     and the run's config.json (if there is one) so the matching base model can be used."""
@@ -230,7 +216,10 @@ def resolve_adapter(path: str) -> tuple[Path, dict | None]:
 
 def main(argv=None) -> int:
     try:
-        cfg = EvalConfig(**overrides(build_parser().parse_args(argv), EvalConfig))
+        parser = Parser(prog="python -m minipods.evaluate", description="Accuracy of a model (optionally with a "
+                        "trained LoRA adapter) on GSM8K test questions.")
+        add_dataclass_args(parser, EvalConfig)
+        cfg = EvalConfig(**overrides(parser.parse_args(argv), EvalConfig))
         adapter, run_cfg = resolve_adapter(cfg.adapter) if cfg.adapter else (None, None)
         model_name = cfg.model or (run_cfg or {}).get("model") or DEFAULT_MODEL
         if model_name != DEFAULT_MODEL:
@@ -244,13 +233,13 @@ def main(argv=None) -> int:
     except (ValueError, OSError, ModelNotFoundError, DataNotFoundError) as e:
         return fail("minipods.evaluate", e)  # OSError: also a hub id that cannot be fetched
     torch.manual_seed(cfg.seed)
-    temperature = cfg.temperature
     res = evaluate_items(model, tok, items, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size,
-                         samples=cfg.samples, temperature=temperature, max_prompt_tokens=cfg.max_prompt_tokens,
+                         samples=cfg.samples, temperature=cfg.temperature, max_prompt_tokens=cfg.max_prompt_tokens,
                          progress=cfg.progress, fast=cfg.fast)
     if cfg.output:
         write_rows(cfg.output, [{"index": i, **row} for i, row in enumerate(res["rows"])])
-    decoding = "greedy" if temperature == 0 else f"sampled at T={temperature:g}, {cfg.samples} sample(s) per question, averaged"
+    decoding = ("greedy" if cfg.temperature == 0 else
+                f"sampled at T={cfg.temperature:g}, {cfg.samples} sample(s) per question, averaged")
     print(f"model: {model_name}" + (f" + adapter {adapter}" if adapter else ""))
     print(f"data: {source} [{cfg.split}], {res['n']} questions; decoding: {decoding}; max_new_tokens={cfg.max_new_tokens}")
     for label, acc, ci, key, why in (

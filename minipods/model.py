@@ -31,17 +31,6 @@ CACHE_ENV = "MINIPODS_CACHE"  # where dequantised GGUF models (and twins) are ca
 QUANTIZE = ("none", "4bit")
 
 
-def quiet_known_warnings() -> None:
-    """Silence three known, harmless messages of the libraries (called when a policy is loaded)."""
-    # bitsandbytes warns at import on CPUs without its optional `kernels` package; its fallback is correct.
-    logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
-    # peft still asks transformers 5 for the deprecated `is_gradient_checkpointing`.
-    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
-    # transformers 5.2x renamed gradient_checkpointing_*; peft only knows the old names, which still work.
-    warnings.filterwarnings("ignore", message="`gradient_checkpointing_(enable|disable)` is deprecated",
-                            category=FutureWarning)
-
-
 def check_quantize(quantize: str | None) -> str | None:
     """None for no quantisation ("none" or None), "4bit"; anything else raises ValueError."""
     if quantize not in (None, *QUANTIZE):
@@ -126,12 +115,10 @@ def resolve_model(name_or_path: str) -> str:
     return name_or_path  # a hub id: from_pretrained uses the HF cache, or downloads
 
 
-def pick_dtype(dtype: str | torch.dtype | None, device: str) -> torch.dtype:
+def pick_dtype(dtype: str | None, device: str) -> torch.dtype:
     """'auto': on CUDA bf16 where the chosen card computes it natively (compute capability >= 8.0),
     else fp16 (T4, V100: is_bf16_supported() says True there by emulation, and bitsandbytes' 4-bit
     kernels are fp16-only). fp32 on CPU: the same numbers on every CPU."""
-    if isinstance(dtype, torch.dtype):
-        return dtype
     table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
              "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
     if dtype in (None, "auto"):
@@ -193,7 +180,14 @@ def load_policy(name_or_path: str = DEFAULT_MODEL, quantize: str | None = None, 
     from transformers import AutoModelForCausalLM
 
     quantize = check_quantize(quantize)
-    quiet_known_warnings()
+    # three known, harmless messages of the libraries, silenced:
+    # bitsandbytes warns at import on CPUs without its optional `kernels` package; its fallback is correct.
+    logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
+    # peft still asks transformers 5 for the deprecated `is_gradient_checkpointing`.
+    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+    # transformers 5.2x renamed gradient_checkpointing_*; peft only knows the old names, which still work.
+    warnings.filterwarnings("ignore", message="`gradient_checkpointing_(enable|disable)` is deprecated",
+                            category=FutureWarning)
     device = default_device() if device in (None, "auto") else device
     path = resolve_model(name_or_path)
     torch_dtype = pick_dtype(dtype, device)

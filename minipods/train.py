@@ -37,7 +37,7 @@ from minipods.checkpoint import eval_path, eval_steps
 from minipods.cli import Parser, add_dataclass_args, check_choices, check_positive, fail, overrides, setting
 from minipods.data import build_prompt, check_level, load_task
 from minipods.downsample import RULES, select_groups
-from minipods.evaluate import evaluate_to_file, format_change, learning_change
+from minipods.evaluate import evaluate_to_file, learning_change
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.fast.update import fast_grpo_update, update_pricing
 from minipods.grpo import LOSS_TYPES, group_advantages, grpo_update, loss_scaler
@@ -249,16 +249,6 @@ def train(cfg: TrainConfig, model=None, tokenizer=None) -> Path:
         return _train_locked(cfg, out, model, tokenizer)
 
 
-def _checkpoint_to_resume(cfg: TrainConfig, out: Path) -> dict | None:
-    """The checkpoint that --resume continues from (None: start at step 1); checked before any work."""
-    ck = ckpt_io.load_checkpoint(out) if cfg.resume else None
-    if cfg.resume and ck is None:
-        print(f"minipods.train: --resume: no checkpoint in {out}, starting from step 1", file=sys.stderr)
-    if not cfg.resume and (out / "metrics.jsonl").exists():
-        raise ckpt_io.RunError(f"{out} already holds a run (metrics.jsonl); use --resume or another --output-dir")
-    return ck
-
-
 def _restore(ck: dict | None, out: Path, model, optimizer, device: str) -> dict:
     """The run's counters after checkpoint `ck` ({step, elapsed_s, nonfinite_skips}; zeros for a
     fresh run), with the adapter, optimizer and RNG restored exactly as they were then. Metrics rows
@@ -305,14 +295,6 @@ def _progress_bar(cfg: TrainConfig, start: int):
                 desc=f"{cfg.method} n={cfg.n} m={cfg.m}{budget}", disable=not cfg.progress)
 
 
-def _show(bar, row: dict) -> None:
-    bar.update(1)
-    post = {"reward": f"{row['reward_mean']:.3f}", "acc": f"{row['correct_frac']:.2f}"}
-    if "eval_accuracy" in row:
-        post["eval"] = f"{row['eval_accuracy']:.3f}"
-    bar.set_postfix(post)
-
-
 def eval_due(cfg: TrainConfig, step: int, before_s: float, after_s: float) -> bool:
     """Whether to evaluate after `step`, which took training time from before_s to after_s: every
     eval_every steps, or when the step crossed a multiple of eval_every_s (the first step end at or
@@ -323,7 +305,11 @@ def eval_due(cfg: TrainConfig, step: int, before_s: float, after_s: float) -> bo
 
 
 def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
-    ck = _checkpoint_to_resume(cfg, out)
+    ck = ckpt_io.load_checkpoint(out) if cfg.resume else None  # what --resume continues from, checked before any work
+    if cfg.resume and ck is None:
+        print(f"minipods.train: --resume: no checkpoint in {out}, starting from step 1", file=sys.stderr)
+    if not cfg.resume and (out / "metrics.jsonl").exists():
+        raise ckpt_io.RunError(f"{out} already holds a run (metrics.jsonl); use --resume or another --output-dir")
     items, eval_items, source, model, tokenizer, device = _setup(cfg, model, tokenizer)
     optimizer = make_optimizer(model, cfg, device)
     st = _restore(ck, out, model, optimizer, device)
@@ -354,7 +340,9 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
                 if step % cfg.save_every == 0 or final:  # save if due
                     ckpt_io.save_checkpoint(out, model, optimizer, dict(st))
                     last_saved = step
-                _show(bar, row)
+                bar.update(1)
+                bar.set_postfix({"reward": f"{row['reward_mean']:.3f}", "acc": f"{row['correct_frac']:.2f}",
+                                 **({"eval": f"{row['eval_accuracy']:.3f}"} if "eval_accuracy" in row else {})})
     except KeyboardInterrupt:
         if step > last_saved:
             ckpt_io.save_checkpoint(out, model, optimizer, dict(st))
@@ -364,18 +352,16 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
     finally:
         bar.close()
     ckpt_io.save_adapter(out, model)
-    report_learning(out)
-    return out
-
-
-def report_learning(out: Path) -> None:
-    """The run's last words: first vs. last evaluation on the same questions (one line, paired
-    interval) and learning_curve.png (reward, accuracy, completion length per step)."""
+    # the run's last words: learning_curve.png (reward, accuracy, completion length per step) and the
+    # first vs. the last evaluation on the same questions (one line, paired interval)
     from minipods.learning_curve import plot_learning_curve  # here: matplotlib loads only at the end
     plot_learning_curve(out, out / "learning_curve.png")
-    change = learning_change(out)
-    if change is not None:
-        print(format_change(change))
+    ch = learning_change(out)
+    if ch is not None:
+        lo, hi = ch["ci95"]
+        print(f"eval accuracy {100 * ch['acc_a']:.1f}% -> {100 * ch['acc_b']:.1f}% ({100 * ch['diff']:+.1f} points, "
+              f"paired 95% CI [{100 * lo:+.1f}, {100 * hi:+.1f}], {ch['n']} questions)")
+    return out
 
 
 # ---------------------------------------------------------------- CLI

@@ -105,7 +105,7 @@ def test_cli_bad_args_exit_2(argv, capsys):
     assert err.count("\n") == 1 and "error" in err
 
 
-def test_cli_bad_args_exit_2(capsys):
+def test_cli_bad_value_names_its_flag(capsys):
     assert ev.main(["--samples", "0"]) == 2
     err = capsys.readouterr().err
     assert err.strip().count("\n") == 0 and "--samples" in err

@@ -135,11 +135,6 @@ def test_select_kept_by_hand():
     assert all(sorted(d) == list(d) and sum(i < 5 for i in d) == 2 for d in draws)
 
 
-def _length_rewards(texts, golds):  # a deterministic reward with spread, for a random tiny model
-    r = [(len(t) % 5) / 4 for t in texts]
-    return {"reward": r, "correct": [0.0] * len(r), "format": [0.0] * len(r)}
-
-
 @pytest.mark.parametrize("rule", ["max_variance", "max_reward", "random"])
 def test_each_rule_keeps_what_the_rule_says_in_a_run(tmp_path, monkeypatch, rule):
     """kept_idx of every step, per prompt, is exactly minipods.downsample's choice for that step's

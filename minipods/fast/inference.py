@@ -15,6 +15,8 @@ copy would cost the memory 4 bits saved) rollouts decode with the policy itself.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import torch
 
 _FOLD_ATTR = "_minipods_folded"
@@ -181,27 +183,6 @@ def _copy_attention(module, query, key, value, attention_mask, **kwargs):
     return out.to(dtype), None
 
 
-def _use_copy_attention(model) -> bool:
-    """Switch `model` (the folded copy: its config is its own) from "sdpa" to _copy_attention."""
-    from transformers import AttentionInterface
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
-
-    if getattr(model.config, "_attn_implementation", None) != "sdpa":
-        return False
-    AttentionInterface.register("minipods_copy_attention", _copy_attention)
-    ALL_MASK_ATTENTION_FUNCTIONS.register("minipods_copy_attention", sdpa_mask)  # the masks SDPA takes
-    model.set_attn_implementation("minipods_copy_attention")
-    return True
-
-
-class _Folded:
-    """Holder for the copy (a plain object, so nn.Module does not register the copy as a submodule
-    of the policy: its parameters stay out of model.parameters(), state_dict() and the optimizer)."""
-
-    def __init__(self, copy, pairs, upcast, pack, fuse):
-        self.copy, self.pairs, self.upcast, self.pack, self.fuse = copy, pairs, upcast, pack, fuse
-
-
 def _foldable_lora_layers(model) -> list[tuple[str, object]] | None:
     """(name, peft LoRA layer) pairs of a peft model whose adapter can be folded exactly into plain
     nn.Linear weights; None when folding does not apply (no adapter, 4-bit/8-bit base layers, DoRA
@@ -232,7 +213,7 @@ def _fold(m) -> torch.Tensor:
     return w
 
 
-def _build_copy(model, layers, upcast: bool, pack: bool, fuse: bool) -> _Folded:
+def _build_copy(model, layers, upcast: bool, pack: bool, fuse: bool) -> SimpleNamespace:
     """folded_copy's copy, built once: the base model deep-copied with every tensor shared except the
     LoRA-targeted linears' weights, those (and the head, when upcast or packed) replaced by the
     copy's own modules; their weights are filled by folded_copy's refresh."""
@@ -258,10 +239,17 @@ def _build_copy(model, layers, upcast: bool, pack: bool, fuse: bool) -> _Folded:
         pairs.append((None, base.get_output_embeddings().weight, up))
     if pack and fuse:
         pairs = _fuse_siblings(cp, pairs)
-    if upcast or pack:
-        _use_copy_attention(cp)
+    if (upcast or pack) and getattr(cp.config, "_attn_implementation", None) == "sdpa":  # the copy's config is its own
+        from transformers import AttentionInterface
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+
+        AttentionInterface.register("minipods_copy_attention", _copy_attention)
+        ALL_MASK_ATTENTION_FUNCTIONS.register("minipods_copy_attention", sdpa_mask)  # the masks SDPA takes
+        cp.set_attn_implementation("minipods_copy_attention")
     cp.eval()
-    return _Folded(cp, pairs, upcast, pack, fuse)
+    # a plain object, not an nn.Module attribute of the policy: the copy's parameters stay out of
+    # model.parameters(), state_dict() and the optimizer
+    return SimpleNamespace(copy=cp, pairs=pairs, upcast=upcast, pack=pack, fuse=fuse)
 
 
 @torch.no_grad()
@@ -287,7 +275,7 @@ def folded_copy(model, upcast: bool | None = None, pack: bool | None = None, fus
     if (held is None or (held.upcast, held.pack, held.fuse) != (upcast, pack, fuse) or held.copy.device != w0.device
             or len(held.pairs) < len(layers)):
         held = _build_copy(model, layers, upcast, pack, fuse)
-        model.__dict__[_FOLD_ATTR] = held  # plain attribute (see _Folded)
+        model.__dict__[_FOLD_ATTR] = held  # plain attribute (see _build_copy)
     for m, src, dst in held.pairs:  # refresh: cheap next to a rollout phase
         w = (src.float() if m is None else _fold(m)).to(src.dtype)  # one rounding to the policy's dtype
         if isinstance(dst, PackedLinear):

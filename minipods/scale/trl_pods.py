@@ -1,10 +1,8 @@
 """PODS on TRL's GRPOTrainer: generate n rollouts per prompt, update on the m that `max_variance` keeps.
 
 Paper (Xu et al., "Not All Rollouts are Useful", TMLR 2026), Algorithm 1, on top of TRL 1.16. docs/scale.md
-says what the user sees: the settings, the 8-GPU command of `python -m minipods.trl_pods` (GSM8K with minipods'
-prompts and rewards; every PODSGRPOConfig field is a flag; the adapter goes to OUTPUT_DIR/adapter), what differs
-from `python -m minipods.train`, which costs stay at n, and the two choices the paper does not make
-(`normalize_then_sum`, masked truncated rows).
+has the user's side: the settings, the 8-GPU `python -m minipods.trl_pods` command, what differs from
+`python -m minipods.train`, which costs stay at n, and the two choices the paper does not make.
 
 Where it hooks in: TRL's `_generate_and_score_completions` returns one dict for the process's generation batch;
 `_prepare_inputs` then shuffles it and splits it into `steps_per_generation` micro-batches. This class takes that
@@ -138,9 +136,7 @@ def kept_advantages(rewards: torch.Tensor, m: int, scale_rewards: str, aggregati
 
 class PODSGRPOTrainer(GRPOTrainer):
     """TRL's [`~trl.GRPOTrainer`] with PODS down-sampling between scoring and the update (see the module docstring).
-    Logs `pods/kept_reward`, `pods/kept_reward_std` (TRL's `reward` over the kept rows that can teach) and
-    `pods/frac_reward_zero_std_before` / `_after` (prompts whose n, resp. kept m, rewards are all equal) next to
-    TRL's metrics over all n; the completions table (`log_completions`) shows NaN advantages for dropped rows."""
+    docs/scale.md lists the `pods/` metrics it logs next to TRL's (which are over all n rollouts)."""
 
     def __init__(self, model, reward_funcs=None, args: PODSGRPOConfig | None = None, **kwargs):
         if not isinstance(args, PODSGRPOConfig):

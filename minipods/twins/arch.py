@@ -45,7 +45,7 @@ class UnknownTwinError(ValueError):
 
 def _known(hub_id: str) -> str:
     """`hub_id` without the random: prefix; UnknownTwinError unless a twin of it is kept here."""
-    hub_id = hub_id[len(TWIN_PREFIX):] if hub_id.startswith(TWIN_PREFIX) else hub_id
+    hub_id = hub_id.removeprefix(TWIN_PREFIX)
     if hub_id not in TWIN_CONFIGS:
         raise UnknownTwinError(f"unknown twin {hub_id!r}; known: {', '.join(TWIN_CONFIGS)}")
     return hub_id
@@ -53,8 +53,7 @@ def _known(hub_id: str) -> str:
 
 def parse_twin(spec: str) -> tuple[str, dict]:
     """'random:<hub id>[:layers=2,hidden=64,...]' -> (hub id, shrink). Raises UnknownTwinError."""
-    rest = spec[len(TWIN_PREFIX):] if spec.startswith(TWIN_PREFIX) else spec
-    hub_id, _, opts = rest.partition(":")
+    hub_id, _, opts = spec.removeprefix(TWIN_PREFIX).partition(":")
     shrink = {}
     for kv in filter(None, opts.split(",")):
         k, _, v = kv.partition("=")
