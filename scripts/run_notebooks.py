@@ -62,7 +62,7 @@ def kernel_env(small: bool, threads: int | None) -> None:
         os.environ.pop("MINIPODS_NB_SMALL", None)
     if threads:
         os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads)
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), str(NB_DIR), os.environ.get("PYTHONPATH")) if p)
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     os.environ["TQDM_DISABLE"] = "1"

@@ -1,6 +1,13 @@
 """The laptop study's design numbers: what one seed costs and how many seeds it needs.
 
     python scripts/study_design.py            # the tables of docs/results.md, "Power calculation"
+    python scripts/study_design.py --probe DIR  # is this sitting's machine fit for study seeds?
+
+The probe (docs/results.md, "Machine speed"): the pilot's first 33 GRPO steps again, same seed, so the
+same tokens; only the machine's speed differs. Run it alone, then read it with --probe:
+
+    OMP_NUM_THREADS=2 python -m minipods.train --preset laptop --method grpo --seed 100 --max-steps 33 \
+        --eval-limit 0 --budget-s 0 --no-progress --output-dir /tmp/probe
 
 Time: one step of `--preset laptop` is estimated from the five-seed study's idle per-step split
 (docs/results.md: `grpo` 4 prompts x 4 rollouts, `pods_max_variance` 4 x 8, on 2 idle cores) as
@@ -29,6 +36,9 @@ OLD_EVAL_S_PER_QUESTION = 283 / (5 * 128)  # the largest "five evaluations and t
 # per seed, training seconds to the target (seeds 0, 3, 4: both arms reached it) and final accuracy (seeds 0-4)
 OLD_TIME_TO_TARGET = {"grpo": [320, 313, 405], "pods_max_variance": [364, 354, 336]}
 OLD_FINAL_ACC = {"grpo": [41.4, 49.2, 9.4, 57.0, 45.3], "pods_max_variance": [29.7, 37.5, 30.5, 57.8, 53.9]}
+PILOT_PROBE_S = 183.0  # the pilot's training seconds at step 33 (its 180 s evaluation: docs/results.md)
+PROBE_STEPS = 33
+PROBE_TOLERANCE = 1.25  # study seeds run where the probe takes at most this multiple of the pilot's
 OLD_USABLE = 3 / 5  # seeds of five on which both arms reached a target (seed 2: none; seed 1: PODS never)
 
 
@@ -132,13 +142,41 @@ def report(seeds: int = 10, ratio: float = 1.3, budget_s: float = LAPTOP_BUDGET_
     return "\n".join(lines)
 
 
+def probe_verdict(run_dir: str) -> str:
+    """The probe run's training seconds at step 33 against the pilot's, and whether seeds may run here."""
+    import json
+    from pathlib import Path
+
+    rows = [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    row = next((r for r in rows if r.get("step") == PROBE_STEPS and "elapsed_s" in r), None)
+    if row is None:
+        raise ValueError(f"{run_dir}: no step {PROBE_STEPS} in metrics.jsonl (run the probe command to the end)")
+    ratio = row["elapsed_s"] / PILOT_PROBE_S
+    ok = ratio <= PROBE_TOLERANCE
+    return (f"probe: {PROBE_STEPS} steps in {row['elapsed_s']:.0f} s of training, the pilot's machine {PILOT_PROBE_S:.0f} s "
+            f"({ratio:.2f}x); {'fit for study seeds' if ok else 'too slow for study seeds'} "
+            f"(at most {PROBE_TOLERANCE}x: {budget_steps(ratio)})")
+
+
+def budget_steps(ratio: float) -> str:
+    """What LAPTOP_BUDGET_S buys at this speed, by the pilot's 239 GRPO steps in its first 901 s."""
+    return f"~{239 / ratio:.0f} GRPO steps in {LAPTOP_BUDGET_S:.0f} s, the pilot 239"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python scripts/study_design.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=10, help="planned seeds (default 10, the authors' runs per arm)")
     ap.add_argument("--ratio", type=float, default=1.3, help="the speed-up to resolve (default 1.3)")
     ap.add_argument("--log-ratios", default=None, help="measured per-seed log(grpo time / pods time), comma-separated "
                                                         "(default: the five-seed study's three)")
+    ap.add_argument("--probe", default=None, metavar="DIR", help="read the probe run in DIR (see above) instead")
     args = ap.parse_args(argv)
+    if args.probe:
+        try:
+            print(probe_verdict(args.probe))
+        except (OSError, ValueError) as e:
+            ap.error(str(e))
+        return 0
     try:
         logs = [float(x) for x in args.log_ratios.split(",")] if args.log_ratios else None
     except ValueError:

@@ -86,7 +86,9 @@ def test_notebook_runs_small(path, tmp_path, monkeypatch):
     monkeypatch.setenv("MINIPODS_NB_SMALL", "1")
     monkeypatch.delenv("MINIPODS_NB_COMPARE_DIR", raising=False)  # notebook 05 runs its own comparison
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    # the repository and notebooks/ (its helper module `lessons`, imported as a notebook opened in
+    # Jupyter imports it: from the notebook's own folder)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), str(NB_DIR), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
     # SMALL-mode cells are tiny, overhead-bound workloads: one intra-op thread loses little, and it
     # avoids OpenMP oversubscription when the machine is shared (measured on the 2-core dev box with

@@ -117,3 +117,24 @@ def test_power_of_the_paired_t_test_and_the_design_numbers():
     assert D.step_estimate(4, 4) == pytest.approx(4.7 + 0.13125 * 4 + 0.5625 * 4)
     w = D.arm_wall_estimate(900, 180, 100)
     assert w["evals"] == 6 and w["eval_s"] == pytest.approx(6 * 100 * 283 / 640)
+
+
+def test_machine_probe_verdict(tmp_path, capsys):
+    D = _study_design()
+
+    def probe(elapsed_at_33, steps=33):
+        d = tmp_path / f"p{elapsed_at_33}_{steps}"
+        d.mkdir()
+        rows = [{"step": 0, "elapsed_s": 0.0}] + [{"step": s, "elapsed_s": elapsed_at_33 * s / 33} for s in range(1, steps + 1)]
+        (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return str(d)
+
+    fit = D.probe_verdict(probe(200.0))  # 200 / 183 = 1.09x the pilot's machine
+    assert "1.09x" in fit and "fit for study seeds" in fit and "~219 GRPO steps" in fit
+    slow = D.probe_verdict(probe(430.0))  # 2.35x: this sitting's AMD EPYC
+    assert "2.35x" in slow and "too slow" in slow and "~102 GRPO steps" in slow
+    with pytest.raises(ValueError, match="no step 33"):
+        D.probe_verdict(probe(100.0, steps=20))
+    with pytest.raises(SystemExit) as e:
+        D.main(["--probe", str(tmp_path / "missing")])
+    assert e.value.code == 2 and "metrics.jsonl" in capsys.readouterr().err
