@@ -9,11 +9,9 @@ while the update is memory- and time-bound in the number of rollouts it trains o
     python -m minipods.compare --preset laptop --seeds 0,1,2,3,4,5,6,7,8,9   # the planned study (docs/results.md)
     python -m minipods.compare --small --sweep n=4,8,16                   # PODS for several n, m fixed
 
-Each arm is a `minipods.train` run in OUTPUT_DIR/ARM (OUTPUT_DIR/seed{s}/ARM with --seeds), from a freshly
-loaded model, with the same seed (so the same questions in the same order). A finished arm gets a DONE
-marker and is skipped when the command is run again; an interrupted one resumes from its checkpoint.
-The figures and summaries (minipods.analysis.plots; `python -m minipods.plots OUTPUT_DIR` redraws them)
-and the study's seed-level statistics: docs/training.md, "Evaluation and the PODS-vs-GRPO comparison".
+Each arm is a `minipods.train` run in OUTPUT_DIR/ARM (OUTPUT_DIR/seed{s}/ARM with --seeds) from a fresh
+model and the same seed (the same questions in the same order); a finished arm (DONE marker) is skipped on
+a re-run, an interrupted one resumes. Figures, summary and statistics: docs/training.md.
 """
 
 from __future__ import annotations
@@ -38,16 +36,13 @@ from minipods.train import PRESETS, TrainConfig, make_config
 # Arm name -> the settings that define it (everything else is shared by all arms).
 ARMS: dict[str, dict] = {
     "grpo": dict(method="grpo"),  # vanilla GRPO: update on all rollouts, n = m
-    # GRPO updating on all n rollouts PODS generates (n = m = PODS's n): same inference as PODS, the
-    # update PODS avoids; the regime where down-sampling saves update time
-    "grpo_same_n": dict(method="grpo"),
+    "grpo_same_n": dict(method="grpo"),  # n = m = PODS's n: the update PODS avoids
     "pods_max_variance": dict(method="pods", rule="max_variance"),  # the paper's PODS
     "pods_random": dict(method="pods", rule="random"),
     "pods_max_reward": dict(method="pods", rule="max_reward"),
 }
 DEFAULT_ARMS = ("grpo", "pods_max_variance")
-# --small (= --preset laptop) and the planned study: the paper's step at CPU scale, PODS n/m = 4 against
-# GRPO with the same m, and the paper's ablation (uniform random down-sampling) beside them
+# --small (= --preset laptop): PODS n/m = 4 against GRPO with the same m and the paper's random ablation
 LAPTOP_ARMS = ("grpo", "pods_max_variance", "pods_random")
 # the five-seed study of the 4-prompt, n/m = 2 variant (--preset small): both GRPOs, both rules
 SMALL_ARMS = ("grpo", "grpo_same_n", "pods_max_variance", "pods_random")
@@ -82,8 +77,8 @@ def default_arms(preset: str | None) -> tuple[str, ...]:
 
 
 def _shared_overrides(preset: str | None, base: dict, overrides: dict) -> dict:
-    """The settings shared by every arm: explicit overrides, plus comparison defaults for the step
-    limit (a --budget-s alone lifts max_steps) and evaluation (a few points, so there is a curve)."""
+    """The settings shared by every arm: the overrides, a --budget-s alone lifting max_steps, and a few
+    evaluations (so there is a curve)."""
     ov = {k: v for k, v in overrides.items() if v is not None}
     for k in _PER_ARM:
         if k in ov:
@@ -100,10 +95,9 @@ def _shared_overrides(preset: str | None, base: dict, overrides: dict) -> dict:
 
 def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "runs/compare",
                 sweep: tuple[str, list[int]] | None = None, **overrides) -> dict[str, TrainConfig]:
-    """Arm name -> its TrainConfig (validated). arms: names of ARMS (a list or "a,b"; None: the preset's).
-    GRPO arms use n = m = the shared m (so GRPO and PODS update on the same number of rollouts), grpo_same_n
-    n = m = the shared n; PODS arms the shared n and m; sweep arms are PODS (max_variance) with the swept n
-    (or m) and the other one shared."""
+    """Arm name -> its validated TrainConfig. arms: names of ARMS (a list or "a,b"; None: the preset's).
+    GRPO arms use n = m = the shared m, grpo_same_n n = m = the shared n, PODS and sweep arms the shared
+    n and m (sweep arms: max_variance, the swept one replaced)."""
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
     base = PRESETS[preset] if preset else {}
@@ -166,13 +160,9 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
                    sweep: tuple[str, list[int]] | str | None = None,
                    model_factory: Callable[[TrainConfig], tuple] | None = None, log: Callable = print,
                    seeds: list[int] | str | None = None, **overrides) -> Path:
-    """Run (or resume) every arm (once per seed with `seeds`), then write the figures and summary
-    into `output_dir`. arms=None: the preset's arms (`default_arms`).
-
-    model_factory(cfg) -> (model, tokenizer): called once per arm for a fresh model (e.g. the tiny
-    test model); default: each arm loads cfg.model itself. overrides: any TrainConfig field shared
-    by all arms (n, m, max_steps, budget_s, eval_every, eval_limit, lr, data, model, ...).
-    """
+    """Run (or resume) every arm (once per seed with `seeds`), then write the figures and summary into
+    `output_dir`. model_factory(cfg) -> (model, tokenizer), once per arm (default: the arm loads
+    cfg.model); overrides: TrainConfig fields shared by all arms."""
     if isinstance(sweep, str):
         sweep = parse_sweep(sweep)
     seeds = parse_seeds(seeds) if seeds is not None else None
@@ -182,8 +172,7 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
     # seed (None: one comparison, arms in OUTPUT_DIR/ARM) -> arm -> config; seed s: OUTPUT_DIR/seed{s}/ARM
     per_seed = {None: arm_configs(arms, preset, out, sweep, **overrides)} if seeds is None else \
         {s: arm_configs(arms, preset, out / f"seed{s}", sweep, **overrides, seed=s) for s in seeds}
-    # refuse before any work if a saved arm was run with other settings (ignoring those that don't change
-    # results), or the model is not there
+    # refuse before any work if a saved arm ran with other settings, or the model is not there
     for cfg in (c for cfgs in per_seed.values() for c in cfgs.values()):
         saved = results.read_config(cfg.output_dir)
         diff = [k for k, v in dataclasses.asdict(cfg).items() if k not in _NOT_COMPARED and k in saved
@@ -258,21 +247,15 @@ def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_fact
 # ---------------------------------------------------------------- CLI
 def build_parser():
     p = cli.Parser(prog="python -m minipods.compare", description=__doc__.split("\n\n")[0])
-    p.add_argument("--output-dir", default="runs/compare",
-                   help="comparison folder: one sub-folder per arm, figures (default: runs/compare)")
-    p.add_argument("--small", action="store_true", help=f"the classroom study (= --preset {SMALL_PRESET}: one prompt "
-                   "per step, PODS 16 -> 4 vs GRPO 4 vs random, equal training time, one evaluation grid; about an "
-                   "hour on 2 cores)")
-    p.add_argument("--preset", choices=sorted(PRESETS), default=None, help="shared settings (paper: GRPO n=m=16 vs "
-                   "PODS n=64 m=16); explicit flags override (default: none, train's defaults)")
-    p.add_argument("--arms", default=None,
-                   help=f"comma-separated, from {','.join(ARMS)} (default: {','.join(DEFAULT_ARMS)}; "
-                        f"--small and --preset laptop: {','.join(LAPTOP_ARMS)}; --preset small: "
-                        f"{','.join(SMALL_ARMS)}; with --sweep: none)")
-    p.add_argument("--seeds", default=None, help="run every arm once per seed, e.g. 0,1,2 (folders seed{s}/ARM; "
-                   "summary: mean and 95%% interval across seeds)")
-    p.add_argument("--sweep", default=None, help="also run PODS (max_variance) for several n with m fixed, e.g. "
-                   "n=8,16,32 (or m=2,4,8 with n fixed)")
+    p.add_argument("--output-dir", default="runs/compare", help="comparison folder: one sub-folder per arm, figures")
+    p.add_argument("--small", action="store_true", help=f"the classroom study (= --preset {SMALL_PRESET}: PODS 16 -> 4 "
+                   "vs GRPO 4 vs random at equal training time; about an hour on 2 cores)")
+    p.add_argument("--preset", choices=sorted(PRESETS), default=None, help="shared settings; explicit flags override")
+    p.add_argument("--arms", default=None, help=f"comma-separated, from {','.join(ARMS)} (none: "
+                   f"{','.join(DEFAULT_ARMS)}; --preset laptop: {','.join(LAPTOP_ARMS)}; small: {','.join(SMALL_ARMS)}"
+                   "; --sweep alone: none)")
+    p.add_argument("--seeds", default=None, help="run every arm once per seed, e.g. 0,1,2 (folders seed{s}/ARM)")
+    p.add_argument("--sweep", default=None, help="also run PODS (max_variance) for n=8,16,32 with m fixed (or m=2,4,8)")
     cli.add_dataclass_args(p, TrainConfig, skip=_PER_ARM, default_label="train default")
     return p
 

@@ -1,10 +1,6 @@
-"""Statistics over training runs: the seed is the unit of every comparison between arms.
-
-What varies most between two arms of this study is the training run, not the question, so a
-statement about arms rests on one number per seed (a difference of accuracies, a log ratio of
-times) and these intervals over seeds. The one-evaluation intervals (Wilson; Newcombe's paired
-interval and McNemar's test) live in minipods.evaluate, the core, and are re-exported here.
-Pure Python (math, itertools): no torch, no scipy.
+"""Statistics over training runs: the seed is the unit of every comparison between arms, since the
+run, not the question, varies most. The one-evaluation intervals (Wilson, Newcombe, McNemar) live in
+minipods.evaluate and are re-exported here. Pure Python: no torch, no scipy.
 """
 
 from __future__ import annotations
@@ -29,9 +25,8 @@ def t975(df: int) -> float:
 
 
 def mean_interval(xs: list[float | None], bounds: tuple[float, float] = (-math.inf, math.inf)) -> dict:
-    """Mean of the numbers in xs (None = missing) with its 95% Student-t interval
-    mean +- t(k-1) sd / sqrt(k), clipped to `bounds`; lo, hi are None with one number.
-    Returns mean, lo, hi, k (numbers used), of (len(xs))."""
+    """Mean of the finite numbers in xs with its 95% Student-t interval, clipped to `bounds`:
+    mean, lo, hi (None below two numbers), k (numbers used), of (len(xs))."""
     v = [float(x) for x in xs if x is not None and math.isfinite(float(x))]
     k = len(v)
     m = sum(v) / k if k else None
@@ -42,10 +37,8 @@ def mean_interval(xs: list[float | None], bounds: tuple[float, float] = (-math.i
 
 
 def sign_flip_p(xs: list[float]) -> float | None:
-    """Exact two-sided p-value of "the mean is 0" by sign flips: under no arm effect each seed's
-    difference is as likely negative as positive, so p = the share of the 2^k sign patterns whose
-    |mean| is at least the observed one. With k seeds p >= 2 / 2^k (5 seeds: 0.0625). None beyond
-    MAX_EXACT seeds (use the t-interval) or with no numbers."""
+    """Exact two-sided p of "the mean is 0": the share of the 2^k sign patterns whose |mean| is at
+    least the observed one (so p >= 2 / 2^k: 0.0625 for 5 seeds). None beyond MAX_EXACT or with none."""
     v = [float(x) for x in xs if x is not None]
     if not v or len(v) > MAX_EXACT:
         return None
