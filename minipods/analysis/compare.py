@@ -33,8 +33,7 @@ from minipods.measure.memory import reset_peak
 from minipods.model import DEFAULT_MODEL, resolve_model
 from minipods.train import PRESETS, TrainConfig, make_config
 
-# Arm name -> the settings that define it (everything else is shared by all arms).
-ARMS: dict[str, dict] = {
+ARMS: dict[str, dict] = {  # arm name -> the settings that define it (the rest is shared by all arms)
     "grpo": dict(method="grpo"),  # vanilla GRPO: update on all rollouts, n = m
     "grpo_same_n": dict(method="grpo"),  # n = m = PODS's n: the update PODS avoids
     "pods_max_variance": dict(method="pods", rule="max_variance"),  # the paper's PODS
@@ -42,17 +41,14 @@ ARMS: dict[str, dict] = {
     "pods_max_reward": dict(method="pods", rule="max_reward"),
 }
 DEFAULT_ARMS = ("grpo", "pods_max_variance")
-# --small (= --preset laptop): PODS n/m = 4 against GRPO with the same m and the paper's random ablation
-LAPTOP_ARMS = ("grpo", "pods_max_variance", "pods_random")
-# the five-seed study of the 4-prompt, n/m = 2 variant (--preset small): both GRPOs, both rules
-SMALL_ARMS = ("grpo", "grpo_same_n", "pods_max_variance", "pods_random")
+LAPTOP_ARMS = ("grpo", "pods_max_variance", "pods_random")  # --small: PODS, GRPO with its m, random ablation
+SMALL_ARMS = ("grpo", "grpo_same_n", "pods_max_variance", "pods_random")  # --preset small: both GRPOs, both rules
 PRESET_ARMS = {"laptop": LAPTOP_ARMS, "small": SMALL_ARMS}
 DONE = "DONE"  # marker file in a finished arm's folder
 SMALL_EVAL_EVERY = 8  # --preset small: evaluate at steps 0, 8, 16, 24 and 32 (five points of a curve per arm)
 SMALL_PRESET = "laptop"  # what --small runs: the classroom version of the planned study (docs/results.md)
 UNBOUNDED_STEPS = 1_000_000  # --budget-s without --max-steps: the budget is the only limit
-# settings that may differ between a saved arm and a re-run of it without changing its results
-_NOT_COMPARED = {"resume", "progress", "output_dir", "device"}
+_NOT_COMPARED = {"resume", "progress", "output_dir", "device"}  # may differ in a re-run: same results
 _PER_ARM = ("method", "rule", "output_dir", "resume")  # TrainConfig fields compare sets itself
 
 
@@ -72,7 +68,6 @@ def parse_sweep(spec: str) -> tuple[str, list[int]]:
 
 
 def default_arms(preset: str | None) -> tuple[str, ...]:
-    """The arms a preset compares when --arms is not given."""
     return PRESET_ARMS.get(preset, DEFAULT_ARMS)
 
 
@@ -80,9 +75,8 @@ def _shared_overrides(preset: str | None, base: dict, overrides: dict) -> dict:
     """The settings shared by every arm: the overrides, a --budget-s alone lifting max_steps, and a few
     evaluations (so there is a curve)."""
     ov = {k: v for k, v in overrides.items() if v is not None}
-    for k in _PER_ARM:
-        if k in ov:
-            raise ValueError(f"{k} is set per arm by minipods.compare, not as an override")
+    if per_arm := [k for k in _PER_ARM if k in ov]:
+        raise ValueError(f"{per_arm[0]} is set per arm by minipods.compare, not as an override")
     if ov.get("budget_s") and "max_steps" not in ov:
         ov["max_steps"] = UNBOUNDED_STEPS
     if "eval_every" not in ov and not ov.get("eval_every_s", base.get("eval_every_s")):  # no time grid given
@@ -136,7 +130,6 @@ def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "
 
 
 def arm_status(cfg: TrainConfig) -> str:
-    """'done' (DONE marker), 'resume' (a checkpoint or metrics exist) or 'new'."""
     d = Path(cfg.output_dir)
     if (d / DONE).is_file():
         return "done"
@@ -163,8 +156,7 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
     """Run (or resume) every arm (once per seed with `seeds`), then write the figures and summary into
     `output_dir`. model_factory(cfg) -> (model, tokenizer), once per arm (default: the arm loads
     cfg.model); overrides: TrainConfig fields shared by all arms."""
-    if isinstance(sweep, str):
-        sweep = parse_sweep(sweep)
+    sweep = parse_sweep(sweep) if isinstance(sweep, str) else sweep
     seeds = parse_seeds(seeds) if seeds is not None else None
     out = Path(output_dir)
     if seeds is not None and overrides.get("seed") is not None:

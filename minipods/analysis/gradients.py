@@ -99,7 +99,6 @@ def coefficients(rewards, tokens, idx) -> np.ndarray:
 
 
 def gram_norm(K: np.ndarray, c: np.ndarray) -> float:
-    """|sum_i c_i u_i| from the Gram matrix K."""
     return math.sqrt(max(float(c @ K @ c), 0.0))
 
 

@@ -116,5 +116,4 @@ def mean_curve(study: Study, arm: str) -> list[Point]:
 
 
 def only(study: Study, arms: list[str]) -> Study:
-    """The study restricted to some settings, in that order."""
     return {r: {a: by[a] for a in arms if a in by} for r, by in study.items()}

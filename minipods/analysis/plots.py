@@ -74,9 +74,9 @@ def plot_accuracy_vs_time(study: dict, path: str | Path, configs: dict | None = 
         ax.text(0.5, 0.5, "no evaluation rows\n(train with --eval-every K)", ha="center", va="center",
                 transform=ax.transAxes, color="grey")
     ax.set_ylim(bottom=0)
+    note = " (thin: each seed; bold: mean)" if not one else " (shaded: 95% CI)" if 0 < len(arms) <= MAX_BANDS else ""
     ax.set(xlabel="training wall-clock time (s, evaluation excluded)", ylabel="test accuracy (%)",
-           title="Test accuracy vs. training time" + (" (shaded: 95% CI)" if one and arms and len(arms) <= MAX_BANDS
-                                                      else "" if one else " (thin: each seed; bold: mean)"))
+           title="Test accuracy vs. training time" + note)
     ax.grid(alpha=0.3)
     if arms:
         ax.legend(fontsize=8, loc="best")
@@ -193,13 +193,11 @@ def make(seed_dirs: dict, out_dir: str | Path, meta: dict | None = None, baselin
                         repriced=repriced_study(study, rows, configs))
     one = len(seed_dirs) == 1
     target = next((t[0] for t in (s["time"] or {"targets": {}})["targets"].values() if t and one), None)
-    paths = {"accuracy_vs_time.png": out_dir / "accuracy_vs_time.png"}
-    plot_accuracy_vs_time(study, paths["accuracy_vs_time.png"], configs, target)
+    paths = {name: out_dir / name for name in FIGURES[:3 if one else 1]}
+    plot_accuracy_vs_time(study, paths[FIGURES[0]], configs, target)
     if one:
-        runs = next(iter(rows.values()))
-        for name, draw in (("reward_vs_step.png", plot_reward_vs_step), ("time_breakdown.png", plot_time_breakdown)):
-            paths[name] = out_dir / name
-            draw(runs, paths[name], configs)
+        plot_reward_vs_step(rows[next(iter(rows))], paths[FIGURES[1]], configs)
+        plot_time_breakdown(rows[next(iter(rows))], paths[FIGURES[2]], configs)
     if one and (sweep := meta.get("sweep")):  # accuracy at the sweep arms' common horizon vs the swept n (or m)
         param = sweep.get("param", "n")
         other = "m" if param == "n" else "n"

@@ -16,7 +16,6 @@ COMPARISON_FILE = "comparison.json"  # written by minipods.compare: arm order, b
 
 
 def read_rows(run_dir: str | Path) -> list[dict]:
-    """The metric rows of a run folder (OUTPUT_DIR/metrics.jsonl; [] when there is none)."""
     return read_log(Path(run_dir) / "metrics.jsonl")
 
 
@@ -54,7 +53,6 @@ def read_points(run_dir: str | Path) -> list[Point]:
 
 
 def read_study(seed_dirs: dict[int, dict[str, Path]]) -> dict[int, dict[str, list[Point]]]:
-    """seed -> arm -> run folder, read into a study (arms without evaluations are left out)."""
     return {s: {a: pts for a, d in dirs.items() if (pts := read_points(d))} for s, dirs in seed_dirs.items()}
 
 

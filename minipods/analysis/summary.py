@@ -33,7 +33,6 @@ class Point(NamedTuple):
 
 
 def FINAL(a: list[Point], b: list[Point]):  # noqa: N802 (a constant-like picker)
-    """Each arm's final evaluation."""
     return a[-1], b[-1]
 
 
@@ -161,7 +160,6 @@ def fmt_p(p: float | None) -> str:
 
 
 def _seed_cell(v: dict, unit: str = "") -> str:
-    """One seed's difference [its paired CI, where the questions were kept]."""
     return _pts(v["diff"], unit, v["paired"] and v["paired"]["ci95"])
 
 
@@ -195,7 +193,6 @@ def format_difference(d: dict, per_seed: bool = True) -> str:
 
 
 def _mi(m: dict) -> str:
-    """A mean in % [its t-interval]."""
     if m["mean"] is None:
         return "-"
     return f"{100 * m['mean']:.1f}" + (f" [{100 * m['lo']:.1f}, {100 * m['hi']:.1f}]" if m["lo"] is not None else "")
@@ -206,7 +203,6 @@ def _t(x: float, unit: str) -> str:
 
 
 def _time_cell(t: dict, baseline: str, arm: str, unit: str) -> tuple[str, str]:
-    """(time to target, speed-up) cells of one arm."""
     r = t["arms"].get(arm)
     if not r or not r["of"]:
         return "-", "-"
