@@ -1,11 +1,10 @@
 """GRPO vs. GRPO-PODS under the same seed, data order and budget: `python -m minipods.compare`.
 
-Paper (Xu et al., TMLR 2026, Figure 1 and Section 5): with the same wall-clock budget, GRPO-PODS
-(generate n = 64, update on the m = 16 of maximum reward variance) reaches vanilla GRPO's
-(n = m = 16) peak test accuracy about 2x sooner, because generating rollouts is cheap and parallel
-while the update is memory- and time-bound in the number of rollouts it trains on.
+Paper (Xu et al., TMLR 2026, Figure 1, Section 5): at the same wall-clock budget GRPO-PODS (generate n = 64,
+update on the m = 16 of maximum reward variance) reaches vanilla GRPO's (n = m = 16) peak test accuracy
+about 2x sooner: generating rollouts is cheap and parallel, the update is bound by the rows it trains on.
 
-    python -m minipods.compare --small --output-dir runs/cmp              # the laptop design (= --preset laptop), one seed
+    python -m minipods.compare --small --output-dir runs/cmp              # the laptop design, one seed
     python -m minipods.compare --preset laptop --seeds 0,1,2,3,4,5,6,7,8,9   # the planned study (docs/results.md)
     python -m minipods.compare --small --sweep n=4,8,16                   # PODS for several n, m fixed
 
@@ -67,10 +66,6 @@ def parse_sweep(spec: str) -> tuple[str, list[int]]:
     return key, values
 
 
-def default_arms(preset: str | None) -> tuple[str, ...]:
-    return PRESET_ARMS.get(preset, DEFAULT_ARMS)
-
-
 def _shared_overrides(preset: str | None, base: dict, overrides: dict) -> dict:
     """The settings shared by every arm: the overrides, a --budget-s alone lifting max_steps, and a few
     evaluations (so there is a curve)."""
@@ -97,7 +92,7 @@ def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "
     base = PRESETS[preset] if preset else {}
     ov = _shared_overrides(preset, base, overrides)
     out = Path(output_dir)
-    names = arms if arms is not None else default_arms(preset)
+    names = arms if arms is not None else PRESET_ARMS.get(preset, DEFAULT_ARMS)
     names = [a.strip() for a in (names.split(",") if isinstance(names, str) else names) if a.strip()]
     if unknown := [a for a in names if a not in ARMS]:
         raise ValueError(f"unknown arm(s) {', '.join(unknown)}; expected some of {', '.join(ARMS)}")
@@ -223,8 +218,7 @@ def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_fact
         reset_peak(cfg.device)  # each arm's peak_mem_mb counts from its own start
         t0 = time.perf_counter()
         train_mod.train(cfg, model, tok)
-        rows = results.read_rows(cfg.output_dir)
-        last = max((r for r in rows if "step_s" in r), key=lambda r: r["step"], default={})
+        last = max(results.training_rows(results.read_rows(cfg.output_dir)), key=lambda r: r["step"], default={})
         write_atomic(Path(cfg.output_dir) / DONE, json.dumps(  # a kill before this: the arm resumes (no-op)
             {"step": last.get("step", 0), "elapsed_s": last.get("elapsed_s", 0.0),
              "wall_s_this_call": time.perf_counter() - t0, "cpu": cpu_name()}) + "\n")
@@ -261,7 +255,6 @@ def main(argv=None) -> int:
         preset = args.preset or (SMALL_PRESET if args.small else None)
         shared = cli.overrides(args, TrainConfig, skip=_PER_ARM)
         arms = args.arms if args.arms is not None else ([] if args.sweep else None)  # --sweep alone: no arms
-        # run_comparison validates every setting before any work
         out = run_comparison(args.output_dir, arms, preset, args.sweep or None, seeds=args.seeds, **shared)
     except KeyboardInterrupt:
         print(f"\n{prog}: interrupted; run the same command again to resume the unfinished arm(s).",

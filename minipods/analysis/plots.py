@@ -31,8 +31,7 @@ COST_KEYS = ("steps", "train_s", "mean_step_s", "mean_rollout_s", "mean_update_s
 
 
 def arm_label(name: str, cfg: dict | None) -> str:
-    cfg = cfg or {}
-    if "n" not in cfg:
+    if not cfg or "n" not in cfg:
         return name
     if cfg.get("method") == "grpo" or cfg.get("n") == cfg.get("m"):
         return f"{name} (n=m={cfg['n']})"

@@ -143,5 +143,4 @@ def find_runs(paths: list[str | Path]) -> tuple[dict[str, Path], Path, dict]:
             sub.sort(key=lambda d: (order.get(d.name, len(order)), d.name))
         for d in sub:
             runs[d.name if d.name not in runs else f"{d.parent.name}/{d.name}"] = d
-    out = Path(paths[0]) if len(paths) == 1 else None
-    return runs, out, meta
+    return runs, (Path(paths[0]) if len(paths) == 1 else None), meta

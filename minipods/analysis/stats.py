@@ -11,17 +11,13 @@ import math
 from minipods.evaluate import mcnemar_p, newcombe_paired, paired_difference, wilson_interval
 
 __all__ = ["wilson_interval", "mcnemar_p", "newcombe_paired", "paired_difference", "mean_interval",
-           "sign_flip_p", "ratio_interval", "t975"]
+           "sign_flip_p", "ratio_interval"]
 
 MAX_EXACT = 12  # sign-flip p-values enumerate 2^k patterns up to this many seeds (4,096)
 # two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom (beyond: 1.96)
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
         2.045, 2.042]
-
-
-def t975(df: int) -> float:
-    return T975[df - 1] if df <= len(T975) else 1.96
 
 
 def mean_interval(xs: list[float | None], bounds: tuple[float, float] = (-math.inf, math.inf)) -> dict:
@@ -32,7 +28,8 @@ def mean_interval(xs: list[float | None], bounds: tuple[float, float] = (-math.i
     m = sum(v) / k if k else None
     if k < 2:
         return {"mean": m, "lo": None, "hi": None, "k": k, "of": len(xs)}
-    h = t975(k - 1) * math.sqrt(sum((x - m) ** 2 for x in v) / (k - 1)) / math.sqrt(k)
+    sd = math.sqrt(sum((x - m) ** 2 for x in v) / (k - 1))
+    h = (T975[k - 2] if k - 1 <= len(T975) else 1.96) * sd / math.sqrt(k)  # t(k - 1) sd / sqrt(k)
     return {"mean": m, "lo": max(bounds[0], m - h), "hi": min(bounds[1], m + h), "k": k, "of": len(xs)}
 
 

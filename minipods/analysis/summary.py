@@ -111,15 +111,14 @@ def time_to_target(study: dict, baseline: str = BASELINE, k: int = PLATEAU_K, ta
             per.setdefault(a, {})[s] = t
     out = {}
     for a, by_seed in per.items():
+        end_s = [v["end_s"] if v["seconds"] is None else v["seconds"] for v in by_seed.values()]
+        end_step = [v["end_step"] if v["step"] is None else v["step"] for v in by_seed.values()]
         ratios, censored = [], 0
-        for s, v in by_seed.items():
+        for (s, v), t_arm in zip(by_seed.items(), end_s):  # t_arm: censored seeds at the run's end
             base = per.get(baseline, {}).get(s, {}).get("seconds")
-            t_arm = v["seconds"] if v["seconds"] is not None else v["end_s"]
             if base is not None and t_arm:
                 ratios.append(base / t_arm)
                 censored += v["seconds"] is None
-        end_s = [v["end_s"] if v["seconds"] is None else v["seconds"] for v in by_seed.values()]
-        end_step = [v["end_step"] if v["step"] is None else v["step"] for v in by_seed.values()]
         out[a] = {"per_seed": by_seed, "reached": sum(v["seconds"] is not None for v in by_seed.values()),
                   "of": len(by_seed), "censored": censored, "restricted_s": mean_interval(end_s, (0, math.inf)),
                   "restricted_step": mean_interval(end_step, (0, math.inf)), "speedup": ratio_interval(ratios)}
@@ -296,8 +295,7 @@ def _csv_row(s: dict, a: str, configs: dict) -> dict:
             if q := d["pooled"]:
                 row.update({f"{name}_questions_{k}": v for k, v in
                             zip(("diff", "lo", "hi", "n"), (q["diff"], q["ci95"][0], q["ci95"][1], q["n"]))})
-    r = (s["time"] or {"arms": {}})["arms"].get(a)
-    if r:
+    if r := (s["time"] or {"arms": {}})["arms"].get(a):
         row.update(reached=r["reached"], of=r["of"], censored=r["censored"], time_s=r["restricted_s"]["mean"],
                    time_step=r["restricted_step"]["mean"], speedup=r["speedup"]["ratio"],
                    speedup_lo=r["speedup"]["lo"], speedup_hi=r["speedup"]["hi"])
