@@ -233,11 +233,13 @@ def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_fact
 # ---------------------------------------------------------------- CLI
 def build_parser():
     p = cli.Parser(prog="python -m minipods.compare", description=__doc__.split("\n\n")[0])
-    p.add_argument("--output-dir", default="runs/compare", help="comparison folder: one sub-folder per arm, figures")
+    p.add_argument("--output-dir", default="runs/compare",
+                   help="comparison folder: one sub-folder per arm, figures (default: runs/compare)")
     p.add_argument("--small", action="store_true", help=f"the classroom study (= --preset {SMALL_PRESET}: PODS 16 -> 4 "
                    "vs GRPO 4 vs random at equal training time; about an hour on 2 cores)")
-    p.add_argument("--preset", choices=sorted(PRESETS), default=None, help="shared settings; explicit flags override")
-    p.add_argument("--arms", default=None, help=f"comma-separated, from {','.join(ARMS)} (none: "
+    p.add_argument("--preset", choices=sorted(PRESETS), default=None, help="shared settings (paper: GRPO n=m=16 vs "
+                   "PODS n=64 m=16); explicit flags override (default: none, train's defaults)")
+    p.add_argument("--arms", default=None, help=f"comma-separated, from {','.join(ARMS)} (default: "
                    f"{','.join(DEFAULT_ARMS)}; --preset laptop: {','.join(LAPTOP_ARMS)}; small: {','.join(SMALL_ARMS)}"
                    "; --sweep alone: none)")
     p.add_argument("--seeds", default=None, help="run every arm once per seed, e.g. 0,1,2 (folders seed{s}/ARM)")

@@ -214,8 +214,8 @@ def main(argv=None) -> int:
     p = Parser(prog="python -m minipods.plots",
                description="Redraw a comparison's figures and summary from saved metrics.")
     p.add_argument("runs", nargs="+", help="run folders (with metrics.jsonl) or a comparison folder of them")
-    p.add_argument("--out", default=None, help="output folder (none: the comparison or run folder given)")
-    p.add_argument("--baseline", default=None, help=f"arm whose plateau is the target (none: {BASELINE!r} or the "
+    p.add_argument("--out", default=None, help="output folder (default: the comparison or run folder given)")
+    p.add_argument("--baseline", default=None, help=f"arm whose plateau is the target (default: {BASELINE!r} or the "
                    "first grpo run)")
     args = p.parse_args(argv)
     try:
