@@ -1,9 +1,8 @@
 """What each down-sampling rule keeps of the GRPO gradient, and when groups go silent.
 
 Paper (Section 3): max-variance down-sampling keeps "the strongest contrastive signal" of the n
-rollouts. On one fixed pool of n scored rollouts per prompt we compare the LoRA gradient of GRPO on all n
-with that of each rule's m-subset (advantages standardised within the kept m, as `grpo.grpo_update`
-applies before clipping with one epoch and beta = 0): cosine similarity and norms.
+rollouts. On one fixed pool of n scored rollouts per prompt: cosine and norms of GRPO's LoRA gradient on
+each rule's m-subset (advantages within the kept m) against all n, as grpo_update (1 epoch, beta 0) applies.
 
 Why a Gram matrix. With one epoch the ratio is 1 and grpo_loss is linear in the advantages:
     grad L_S = sum_{i in S} c_i u_i,   c_i = A_i^S / N_S,   u_i = grad of grpo_loss(row i, A=1, N=1)

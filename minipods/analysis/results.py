@@ -125,9 +125,9 @@ def repriced_study(study: dict, rows: dict, configs: dict[str, dict]) -> tuple[s
 
 
 def find_runs(paths: list[str | Path]) -> tuple[dict[str, Path], Path, dict]:
-    """Arm name -> run folder, where files go (the one path given, never a run's parent, which in a
-    study holds that seed's summary; None for several) and comparison.json (or {}). A path is a run
-    folder (metrics.jsonl) or a folder of them (ordered as in its comparison.json)."""
+    """Arm name -> run folder (paths: run folders or folders of them, in comparison.json's order), where
+    files go (the one path given, None for several; never a run's parent, which in a study holds that
+    seed's summary) and comparison.json (or {})."""
     runs: dict[str, Path] = {}
     meta: dict = {}
     for p in map(Path, paths):
