@@ -90,7 +90,8 @@ def test_bad_new_settings_exit_2_with_one_line(argv, capsys):
 def test_compare_small_is_the_laptop_preset_and_conflicts_with_others(tmp_path, capsys):
     assert compare.main(["--small", "--preset", "small", "--output-dir", str(tmp_path / "c")]) == 2
     assert "conflicts" in capsys.readouterr().err and not (tmp_path / "c").exists()
-    assert compare.default_arms("laptop") == compare.LAPTOP_ARMS and compare.default_arms(None) == compare.DEFAULT_ARMS
+    assert list(compare.arm_configs(preset="laptop")) == list(compare.LAPTOP_ARMS)
+    assert list(compare.arm_configs()) == list(compare.DEFAULT_ARMS)
 
 
 def _study_design():

@@ -1,19 +1,16 @@
 """GRPO vs. GRPO-PODS under the same seed, data order and budget: `python -m minipods.compare`.
 
-Paper (Xu et al., TMLR 2026, Figure 1 and Section 5): with the same wall-clock budget, GRPO-PODS
-(generate n = 64, update on the m = 16 of maximum reward variance) reaches vanilla GRPO's
-(n = m = 16) peak test accuracy about 2x sooner, because generating rollouts is cheap and parallel
-while the update is memory- and time-bound in the number of rollouts it trains on.
+Paper (Xu et al., TMLR 2026, Figure 1, Section 5): at the same wall-clock budget GRPO-PODS (generate n = 64,
+update on the m = 16 of maximum reward variance) reaches vanilla GRPO's (n = m = 16) peak test accuracy
+about 2x sooner: generating rollouts is cheap and parallel, the update is bound by the rows it trains on.
 
-    python -m minipods.compare --small --output-dir runs/cmp              # the laptop design (= --preset laptop), one seed
+    python -m minipods.compare --small --output-dir runs/cmp              # the laptop design, one seed
     python -m minipods.compare --preset laptop --seeds 0,1,2,3,4,5,6,7,8,9   # the planned study (docs/results.md)
     python -m minipods.compare --small --sweep n=4,8,16                   # PODS for several n, m fixed
 
-Each arm is a `minipods.train` run in OUTPUT_DIR/ARM (OUTPUT_DIR/seed{s}/ARM with --seeds), from a freshly
-loaded model, with the same seed (so the same questions in the same order). A finished arm gets a DONE
-marker and is skipped when the command is run again; an interrupted one resumes from its checkpoint.
-The figures and summaries (minipods.analysis.plots; `python -m minipods.plots OUTPUT_DIR` redraws them)
-and the study's seed-level statistics: docs/training.md, "Evaluation and the PODS-vs-GRPO comparison".
+Each arm is a `minipods.train` run in OUTPUT_DIR/ARM (OUTPUT_DIR/seed{s}/ARM with --seeds) from a fresh
+model and the same seed (the same questions in the same order); a finished arm (DONE marker) is skipped on
+a re-run, an interrupted one resumes. Figures, summary and statistics: docs/training.md.
 """
 
 from __future__ import annotations
@@ -35,29 +32,22 @@ from minipods.measure.memory import reset_peak
 from minipods.model import DEFAULT_MODEL, resolve_model
 from minipods.train import PRESETS, TrainConfig, make_config
 
-# Arm name -> the settings that define it (everything else is shared by all arms).
-ARMS: dict[str, dict] = {
+ARMS: dict[str, dict] = {  # arm name -> the settings that define it (the rest is shared by all arms)
     "grpo": dict(method="grpo"),  # vanilla GRPO: update on all rollouts, n = m
-    # GRPO updating on all n rollouts PODS generates (n = m = PODS's n): same inference as PODS, the
-    # update PODS avoids; the regime where down-sampling saves update time
-    "grpo_same_n": dict(method="grpo"),
+    "grpo_same_n": dict(method="grpo"),  # n = m = PODS's n: the update PODS avoids
     "pods_max_variance": dict(method="pods", rule="max_variance"),  # the paper's PODS
     "pods_random": dict(method="pods", rule="random"),
     "pods_max_reward": dict(method="pods", rule="max_reward"),
 }
 DEFAULT_ARMS = ("grpo", "pods_max_variance")
-# --small (= --preset laptop) and the planned study: the paper's step at CPU scale, PODS n/m = 4 against
-# GRPO with the same m, and the paper's ablation (uniform random down-sampling) beside them
-LAPTOP_ARMS = ("grpo", "pods_max_variance", "pods_random")
-# the five-seed study of the 4-prompt, n/m = 2 variant (--preset small): both GRPOs, both rules
-SMALL_ARMS = ("grpo", "grpo_same_n", "pods_max_variance", "pods_random")
+LAPTOP_ARMS = ("grpo", "pods_max_variance", "pods_random")  # --small: PODS, GRPO with its m, random ablation
+SMALL_ARMS = ("grpo", "grpo_same_n", "pods_max_variance", "pods_random")  # --preset small: both GRPOs, both rules
 PRESET_ARMS = {"laptop": LAPTOP_ARMS, "small": SMALL_ARMS}
 DONE = "DONE"  # marker file in a finished arm's folder
 SMALL_EVAL_EVERY = 8  # --preset small: evaluate at steps 0, 8, 16, 24 and 32 (five points of a curve per arm)
 SMALL_PRESET = "laptop"  # what --small runs: the classroom version of the planned study (docs/results.md)
 UNBOUNDED_STEPS = 1_000_000  # --budget-s without --max-steps: the budget is the only limit
-# settings that may differ between a saved arm and a re-run of it without changing its results
-_NOT_COMPARED = {"resume", "progress", "output_dir", "device"}
+_NOT_COMPARED = {"resume", "progress", "output_dir", "device"}  # may differ in a re-run: same results
 _PER_ARM = ("method", "rule", "output_dir", "resume")  # TrainConfig fields compare sets itself
 
 
@@ -76,18 +66,12 @@ def parse_sweep(spec: str) -> tuple[str, list[int]]:
     return key, values
 
 
-def default_arms(preset: str | None) -> tuple[str, ...]:
-    """The arms a preset compares when --arms is not given."""
-    return PRESET_ARMS.get(preset, DEFAULT_ARMS)
-
-
 def _shared_overrides(preset: str | None, base: dict, overrides: dict) -> dict:
-    """The settings shared by every arm: explicit overrides, plus comparison defaults for the step
-    limit (a --budget-s alone lifts max_steps) and evaluation (a few points, so there is a curve)."""
+    """The settings shared by every arm: the overrides, a --budget-s alone lifting max_steps, and a few
+    evaluations (so there is a curve)."""
     ov = {k: v for k, v in overrides.items() if v is not None}
-    for k in _PER_ARM:
-        if k in ov:
-            raise ValueError(f"{k} is set per arm by minipods.compare, not as an override")
+    if per_arm := [k for k in _PER_ARM if k in ov]:
+        raise ValueError(f"{per_arm[0]} is set per arm by minipods.compare, not as an override")
     if ov.get("budget_s") and "max_steps" not in ov:
         ov["max_steps"] = UNBOUNDED_STEPS
     if "eval_every" not in ov and not ov.get("eval_every_s", base.get("eval_every_s")):  # no time grid given
@@ -100,16 +84,15 @@ def _shared_overrides(preset: str | None, base: dict, overrides: dict) -> dict:
 
 def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "runs/compare",
                 sweep: tuple[str, list[int]] | None = None, **overrides) -> dict[str, TrainConfig]:
-    """Arm name -> its TrainConfig (validated). arms: names of ARMS (a list or "a,b"; None: the preset's).
-    GRPO arms use n = m = the shared m (so GRPO and PODS update on the same number of rollouts), grpo_same_n
-    n = m = the shared n; PODS arms the shared n and m; sweep arms are PODS (max_variance) with the swept n
-    (or m) and the other one shared."""
+    """Arm name -> its validated TrainConfig. arms: names of ARMS (a list or "a,b"; None: the preset's).
+    GRPO arms use n = m = the shared m, grpo_same_n n = m = the shared n, PODS and sweep arms the shared
+    n and m (sweep arms: max_variance, the swept one replaced)."""
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
     base = PRESETS[preset] if preset else {}
     ov = _shared_overrides(preset, base, overrides)
     out = Path(output_dir)
-    names = arms if arms is not None else default_arms(preset)
+    names = arms if arms is not None else PRESET_ARMS.get(preset, DEFAULT_ARMS)
     names = [a.strip() for a in (names.split(",") if isinstance(names, str) else names) if a.strip()]
     if unknown := [a for a in names if a not in ARMS]:
         raise ValueError(f"unknown arm(s) {', '.join(unknown)}; expected some of {', '.join(ARMS)}")
@@ -142,7 +125,6 @@ def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "
 
 
 def arm_status(cfg: TrainConfig) -> str:
-    """'done' (DONE marker), 'resume' (a checkpoint or metrics exist) or 'new'."""
     d = Path(cfg.output_dir)
     if (d / DONE).is_file():
         return "done"
@@ -166,15 +148,10 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
                    sweep: tuple[str, list[int]] | str | None = None,
                    model_factory: Callable[[TrainConfig], tuple] | None = None, log: Callable = print,
                    seeds: list[int] | str | None = None, **overrides) -> Path:
-    """Run (or resume) every arm (once per seed with `seeds`), then write the figures and summary
-    into `output_dir`. arms=None: the preset's arms (`default_arms`).
-
-    model_factory(cfg) -> (model, tokenizer): called once per arm for a fresh model (e.g. the tiny
-    test model); default: each arm loads cfg.model itself. overrides: any TrainConfig field shared
-    by all arms (n, m, max_steps, budget_s, eval_every, eval_limit, lr, data, model, ...).
-    """
-    if isinstance(sweep, str):
-        sweep = parse_sweep(sweep)
+    """Run (or resume) every arm (once per seed with `seeds`), then write the figures and summary into
+    `output_dir`. model_factory(cfg) -> (model, tokenizer), once per arm (default: the arm loads
+    cfg.model); overrides: TrainConfig fields shared by all arms."""
+    sweep = parse_sweep(sweep) if isinstance(sweep, str) else sweep
     seeds = parse_seeds(seeds) if seeds is not None else None
     out = Path(output_dir)
     if seeds is not None and overrides.get("seed") is not None:
@@ -182,8 +159,7 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
     # seed (None: one comparison, arms in OUTPUT_DIR/ARM) -> arm -> config; seed s: OUTPUT_DIR/seed{s}/ARM
     per_seed = {None: arm_configs(arms, preset, out, sweep, **overrides)} if seeds is None else \
         {s: arm_configs(arms, preset, out / f"seed{s}", sweep, **overrides, seed=s) for s in seeds}
-    # refuse before any work if a saved arm was run with other settings (ignoring those that don't change
-    # results), or the model is not there
+    # refuse before any work if a saved arm ran with other settings, or the model is not there
     for cfg in (c for cfgs in per_seed.values() for c in cfgs.values()):
         saved = results.read_config(cfg.output_dir)
         diff = [k for k, v in dataclasses.asdict(cfg).items() if k not in _NOT_COMPARED and k in saved
@@ -242,8 +218,7 @@ def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_fact
         reset_peak(cfg.device)  # each arm's peak_mem_mb counts from its own start
         t0 = time.perf_counter()
         train_mod.train(cfg, model, tok)
-        rows = results.read_rows(cfg.output_dir)
-        last = max((r for r in rows if "step_s" in r), key=lambda r: r["step"], default={})
+        last = max(results.training_rows(results.read_rows(cfg.output_dir)), key=lambda r: r["step"], default={})
         write_atomic(Path(cfg.output_dir) / DONE, json.dumps(  # a kill before this: the arm resumes (no-op)
             {"step": last.get("step", 0), "elapsed_s": last.get("elapsed_s", 0.0),
              "wall_s_this_call": time.perf_counter() - t0, "cpu": cpu_name()}) + "\n")
@@ -260,19 +235,15 @@ def build_parser():
     p = cli.Parser(prog="python -m minipods.compare", description=__doc__.split("\n\n")[0])
     p.add_argument("--output-dir", default="runs/compare",
                    help="comparison folder: one sub-folder per arm, figures (default: runs/compare)")
-    p.add_argument("--small", action="store_true", help=f"the classroom study (= --preset {SMALL_PRESET}: one prompt "
-                   "per step, PODS 16 -> 4 vs GRPO 4 vs random, equal training time, one evaluation grid; about an "
-                   "hour on 2 cores)")
+    p.add_argument("--small", action="store_true", help=f"the classroom study (= --preset {SMALL_PRESET}: PODS 16 -> 4 "
+                   "vs GRPO 4 vs random at equal training time; about an hour on 2 cores)")
     p.add_argument("--preset", choices=sorted(PRESETS), default=None, help="shared settings (paper: GRPO n=m=16 vs "
                    "PODS n=64 m=16); explicit flags override (default: none, train's defaults)")
-    p.add_argument("--arms", default=None,
-                   help=f"comma-separated, from {','.join(ARMS)} (default: {','.join(DEFAULT_ARMS)}; "
-                        f"--small and --preset laptop: {','.join(LAPTOP_ARMS)}; --preset small: "
-                        f"{','.join(SMALL_ARMS)}; with --sweep: none)")
-    p.add_argument("--seeds", default=None, help="run every arm once per seed, e.g. 0,1,2 (folders seed{s}/ARM; "
-                   "summary: mean and 95%% interval across seeds)")
-    p.add_argument("--sweep", default=None, help="also run PODS (max_variance) for several n with m fixed, e.g. "
-                   "n=8,16,32 (or m=2,4,8 with n fixed)")
+    p.add_argument("--arms", default=None, help=f"comma-separated, from {','.join(ARMS)} (default: "
+                   f"{','.join(DEFAULT_ARMS)}; --preset laptop: {','.join(LAPTOP_ARMS)}; small: {','.join(SMALL_ARMS)}"
+                   "; --sweep alone: none)")
+    p.add_argument("--seeds", default=None, help="run every arm once per seed, e.g. 0,1,2 (folders seed{s}/ARM)")
+    p.add_argument("--sweep", default=None, help="also run PODS (max_variance) for n=8,16,32 with m fixed (or m=2,4,8)")
     cli.add_dataclass_args(p, TrainConfig, skip=_PER_ARM, default_label="train default")
     return p
 
@@ -286,7 +257,6 @@ def main(argv=None) -> int:
         preset = args.preset or (SMALL_PRESET if args.small else None)
         shared = cli.overrides(args, TrainConfig, skip=_PER_ARM)
         arms = args.arms if args.arms is not None else ([] if args.sweep else None)  # --sweep alone: no arms
-        # run_comparison validates every setting before any work
         out = run_comparison(args.output_dir, arms, preset, args.sweep or None, seeds=args.seeds, **shared)
     except KeyboardInterrupt:
         print(f"\n{prog}: interrupted; run the same command again to resume the unfinished arm(s).",

@@ -1,22 +1,18 @@
 """What each down-sampling rule keeps of the GRPO gradient, and when groups go silent.
 
 Paper (Section 3): max-variance down-sampling keeps "the strongest contrastive signal" of the n
-rollouts. Measured here on one fixed pool of n scored rollouts per prompt: the policy gradient (LoRA
-parameters, flattened) of GRPO on the full pool (advantages standardised over all n) and of the m-subset
-each rule keeps (standardised within the kept m, the paper's choice) -- exactly what `grpo.grpo_update`
-applies before clipping with one epoch and beta = 0 -- and their cosine similarity and norms.
+rollouts. On one fixed pool of n scored rollouts per prompt: cosine and norms of GRPO's LoRA gradient on
+each rule's m-subset (advantages within the kept m) against all n, as grpo_update (1 epoch, beta 0) applies.
 
 Why a Gram matrix. With one epoch the ratio is 1 and grpo_loss is linear in the advantages:
     grad L_S = sum_{i in S} c_i u_i,   c_i = A_i^S / N_S,   u_i = grad of grpo_loss(row i, A=1, N=1)
 (u_i = -grad sum_t log p(o_i,t); N_S = completion tokens of S). So one backward pass per rollout
 gives u_i, the n x n Gram matrix K = U U^T of a prompt holds every inner product, and any subset's
 cosine to the full pool is  c_S^T K c_full / sqrt(c_S^T K c_S * c_full^T K c_full)  -- hundreds of
-random draws cost no further backward passes (`subset_gradient` computes the same gradient through
-grpo_loss; the tests check that both agree).
+random draws cost no further backward passes (the tests check it against `subset_gradient`).
 
-Silent groups (Section 3): a group whose rewards are all equal gives no gradient. Max-variance keeps a
-subset with unequal rewards whenever the n generated have any (m >= 2), so PODS (n -> m) is silent only
-as often as a group of n, not of m: the extra rollouts rescue prompts that n = m leaves silent.
+Silent groups (all rewards equal: no gradient): max-variance keeps unequal rewards whenever the n have
+any (m >= 2), so PODS is silent only as often as a group of n, not of m.
 """
 
 from __future__ import annotations
@@ -55,8 +51,7 @@ def _flat_grad(model, batch: Rollouts, adv: torch.Tensor, num_tokens: float, tem
 
 def subset_gradient(model, ro: Rollouts, rewards, idx, temperature: float = 1.0,
                     chunk_tokens: int = 512) -> torch.Tensor:
-    """(D,) the GRPO gradient of the kept rows `idx` of `ro`: advantages standardised within each
-    prompt's kept rows (group_advantages), loss averaged over the kept completion tokens (grpo_loss)."""
+    """(D,) the GRPO gradient of the kept rows `idx` of `ro` (advantages standardised per prompt)."""
     idx = [int(i) for i in idx]
     batch = ro.select(idx)
     adv = group_advantages(torch.as_tensor(rewards, dtype=torch.float32)[idx], batch.group)
@@ -64,8 +59,7 @@ def subset_gradient(model, ro: Rollouts, rewards, idx, temperature: float = 1.0,
 
 
 def rollout_gradients(model, ro: Rollouts, rows, temperature: float = 1.0, chunk_tokens: int = 512) -> torch.Tensor:
-    """(len(rows), D) u_i: the gradient of grpo_loss on row i alone with advantage 1 and num_tokens 1
-    (= -grad of the row's summed log-probs). One backward pass per row."""
+    """(len(rows), D) u_i: grpo_loss's gradient on row i alone, advantage 1, num_tokens 1."""
     return torch.stack([_flat_grad(model, ro.select([int(i)]), torch.ones(1), 1.0, temperature, chunk_tokens)
                         for i in rows])
 
@@ -81,8 +75,7 @@ class GradientPool:
 
 def gradient_pool(model, ro: Rollouts, rewards, temperature: float = 1.0, chunk_tokens: int = 512,
                   progress: bool = False) -> GradientPool:
-    """Per-rollout gradients of every row of `ro` (group-major, n per prompt), reduced prompt by prompt
-    to an n x n Gram matrix (only n gradient vectors are held at a time)."""
+    """Per-rollout gradients of `ro` (group-major), reduced prompt by prompt to n x n Gram matrices."""
     n = ro.n
     P = len(ro) // n
     r = np.asarray(torch.as_tensor(rewards, dtype=torch.float64)).reshape(P, n)
@@ -105,13 +98,11 @@ def coefficients(rewards, tokens, idx) -> np.ndarray:
 
 
 def gram_norm(K: np.ndarray, c: np.ndarray) -> float:
-    """|sum_i c_i u_i| from the Gram matrix K."""
     return math.sqrt(max(float(c @ K @ c), 0.0))
 
 
 def gram_cosine(K: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
-    """cos(sum a_i u_i, sum b_i u_i) in [-1, 1]; 0 when only the first is the zero vector (a silent
-    subset keeps none of the direction), nan when the second is (a silent pool has no direction)."""
+    """cos(sum a_i u_i, sum b_i u_i); 0 when only a's is zero (a silent subset), nan when b's is."""
     na, nb = gram_norm(K, a), gram_norm(K, b)
     if nb == 0:
         return float("nan")
@@ -126,13 +117,10 @@ def rule_subsets(rewards, m: int, rule: str, draws: int = 1, rng=None) -> list[l
 
 
 def compare_rules(pool: GradientPool, ms, rules=RULES, draws: int = 200, seed: int = 0) -> dict:
-    """Cosine to the full-pool gradient and norm of each rule's subset gradient, per prompt and averaged.
-
-    Returns {"full_norm": (P,), "silent_pool": (P,) bool, "m": {m: {rule: {
-        "cos": (P,) (random: mean over draws), "norm": (P,), "cos_draws": (P, draws) (random only),
-        "cos_mean", "norm_mean", "norm_ratio_mean" (norm / full-pool norm), "silent_frac"}}}}.
-    Means are over prompts whose pool is not silent (all-equal pools have no gradient to keep).
-    """
+    """Cosine to the full-pool gradient and norm of each rule's subset gradient. Returns {"full_norm":
+    (P,), "silent_pool": (P,) bool, "n", "draws", "m": {m: {rule: {"cos", "norm": (P,) (random: mean over
+    draws), "cos_draws": (P, draws) (random only), "cos_mean", "norm_mean", "norm_ratio_mean",
+    "silent_frac"}}}}; the means are over prompts whose pool is not silent."""
     P, n = pool.rewards.shape
     full = [coefficients(pool.rewards[g], pool.tokens[g], range(n)) for g in range(P)]
     full_norm = np.array([gram_norm(pool.gram[g], full[g]) for g in range(P)])
@@ -164,8 +152,7 @@ def compare_rules(pool: GradientPool, ms, rules=RULES, draws: int = 200, seed: i
 
 # ---------------------------------------------------------------- silent groups
 def predicted_silent_fraction(p, n: int) -> float:
-    """Mean over prompts of p^n + (1-p)^n: the chance that n independent binary rewards with pass
-    rate p are all equal (all wrong or all right), i.e. the group gives GRPO no signal."""
+    """Mean over prompts of p^n + (1-p)^n: the chance that n binary rewards at pass rate p are equal."""
     p = np.asarray(p, dtype=np.float64)
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
@@ -175,9 +162,8 @@ def predicted_silent_fraction(p, n: int) -> float:
 
 
 def observed_silent_fraction(rewards, n: int) -> float:
-    """Mean over prompts of the exact fraction of the C(N, n) size-n subgroups of the prompt's pool of N
-    rewards that are all equal: sum over distinct values v of C(count_v, n) / C(N, n).
-    rewards: (P, N). (Subsampling without replacement: at n = N it is 1 for an all-equal pool, else 0.)"""
+    """Mean over prompts (rewards: (P, N)) of the exact share of the size-n subgroups of its N rewards that
+    are all equal: sum over distinct values v of C(count_v, n) / C(N, n)."""
     r = np.asarray(rewards, dtype=np.float64)
     if r.ndim != 2:
         raise ValueError(f"rewards must be (prompts, N), got shape {r.shape}")
@@ -189,8 +175,7 @@ def observed_silent_fraction(rewards, n: int) -> float:
 
 
 def silent_curve(correct, ns) -> dict:
-    """Observed vs predicted silent-group fraction for each n in `ns`, from binary (0/1) rewards (P, N);
-    the prediction uses each prompt's pass rate p = mean of its N rewards."""
+    """Observed vs predicted (at each prompt's pass rate) silent fraction for each n in `ns`; correct: (P, N) 0/1."""
     c = np.asarray(correct, dtype=np.float64)
     if c.ndim != 2 or not np.isin(c, (0.0, 1.0)).all():
         raise ValueError("correct must be a (prompts, N) array of 0/1 rewards")

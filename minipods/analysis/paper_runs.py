@@ -3,11 +3,9 @@
     study = paper_study("gsm8k", ["GSM8K-512-16-16", "GSM8K-512-64-16"])   # run -> setting -> points
     base = base_accuracy("gsm8k")                                          # the untrained Qwen2.5-3B
 
-A run of the paper is one seed of an arm (arm = setting name, seed = run 1-10, seconds = hours x 3600,
-step from the checkpoint), so the seed-level statistics of minipods serve it as they serve a `compare`
-study; nothing here computes an interval. Each run's points start with the base model's evaluation at
-0 s, step 0, as a minipods run starts with its step-0 evaluation. Runs are cut at the paper's 6 hours
-(two released runs go to 7). Provenance and licence: data/README.md. No torch.
+A paper run is one seed of an arm (arm = setting, seed = run 1-10, seconds = hours x 3600), so the
+seed-level statistics of minipods serve it unchanged. Each run starts with the base model's evaluation
+(0 s, step 0) and is cut at the paper's 6 hours. Provenance and licence: data/README.md. No torch.
 """
 
 from __future__ import annotations
@@ -62,11 +60,9 @@ def base_accuracy(benchmark: str = "gsm8k", model: str = "qwen", rows: list[dict
 
 def paper_study(benchmark: str = "gsm8k", settings: list[str] | None = None, base: bool = True,
                 max_hours: float = HOURS, rows: list[dict] | None = None) -> Study:
-    """run -> setting -> its evaluations on `benchmark` in time order (`Point`s), cut at max_hours;
-    with `base`, the untrained model's evaluation first (0 s, step 0). settings: all trained ones
-    that have `benchmark` when None, in the CSV's order otherwise as given. A Point's n is the graded
-    answers (questions x REPEATS): the evaluation is the mean of five samples per question, so its
-    noise is at most sqrt(t (1 - t) / n) with that n (notebook 06 checks it against the repeats)."""
+    """run -> setting -> its Points on `benchmark` in time order, cut at max_hours (settings None: every
+    trained one). A Point's n is questions x REPEATS, the graded answers, so sqrt(t (1 - t) / n)
+    bounds its noise (notebook 06 checks it against the repeats)."""
     rows = [r for r in rows or read_rows() if r["benchmark"] == benchmark]
     names = settings or list(dict.fromkeys(r["config"] for r in rows if not r["config"].startswith("base-")))
     out: Study = {}
@@ -93,9 +89,8 @@ def seconds_per_step(study: Study) -> dict[str, list[float]]:
 
 
 def fit_step_cost(per_run: dict[str, list[float]]) -> dict:
-    """Least squares over runs: seconds per step = c + b_n n + b_m m (one prompt per step, so b_n is
-    the price of one more generated rollout and b_m of one more kept one). Returns c, b_n, b_m, r2
-    and `fitted` (setting -> the line's seconds)."""
+    """Least squares over runs: seconds per step = c + b_n n + b_m m (b_n: one more generated rollout,
+    b_m: one more kept one). Returns c, b_n, b_m, r2, runs and fitted (setting -> the line's seconds)."""
     nm = {k: setting(k) for k in per_run}
     x = np.array([[1.0, nm[k]["n"], nm[k]["m"]] for k, ys in per_run.items() for _ in ys])
     y = np.array([v for ys in per_run.values() for v in ys])
@@ -107,15 +102,13 @@ def fit_step_cost(per_run: dict[str, list[float]]) -> dict:
 
 
 def by_hours(study: Study, hours: float) -> Study:
-    """The study as it stood after `hours` of training: each run's evaluations up to then (so an
-    arm's final evaluation is its accuracy at that budget)."""
+    """The study as it stood after `hours` of training (an arm's final evaluation: its accuracy then)."""
     return {r: {a: [p for p in pts if p.seconds <= hours * 3600 + 1e-6] for a, pts in arms.items()}
             for r, arms in study.items()}
 
 
 def mean_curve(study: Study, arm: str) -> list[Point]:
-    """The paper's way of reading runs: the arm's mean over runs at each evaluation that every run
-    has (mean seconds, steps and accuracy); n None, as a mean of runs is no one evaluation."""
+    """The paper's reading: the arm's mean over runs at each evaluation every run has (n None)."""
     runs = [arms[arm] for arms in study.values() if arm in arms]
     k = len(runs)
     return [Point(sum(r[i].seconds for r in runs) / k, round(sum(r[i].step for r in runs) / k),
@@ -123,5 +116,4 @@ def mean_curve(study: Study, arm: str) -> list[Point]:
 
 
 def only(study: Study, arms: list[str]) -> Study:
-    """The study restricted to some settings, in that order."""
     return {r: {a: by[a] for a in arms if a in by} for r, by in study.items()}

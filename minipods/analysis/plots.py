@@ -5,9 +5,8 @@
     python -m minipods.plots runs/compare/grpo               # one run: its files go into that folder
     python -m minipods.plots runs/grpo runs/pods --out figs  # several runs: --out says where
 
-Writes accuracy_vs_time.png (the paper's headline figure), with one seed also reward_vs_step.png,
-time_breakdown.png and, for a `compare --sweep` folder, sweep_accuracy_vs_n.png, and summary.md/.csv
-(minipods.analysis.summary). Nothing here needs torch or a model.
+Writes accuracy_vs_time.png (the paper's headline figure), with one seed also FIGURES' other two and
+the sweep figure, and summary.md/.csv (minipods.analysis.summary). No torch.
 """
 
 from __future__ import annotations
@@ -32,8 +31,7 @@ COST_KEYS = ("steps", "train_s", "mean_step_s", "mean_rollout_s", "mean_update_s
 
 
 def arm_label(name: str, cfg: dict | None) -> str:
-    cfg = cfg or {}
-    if "n" not in cfg:
+    if not cfg or "n" not in cfg:
         return name
     if cfg.get("method") == "grpo" or cfg.get("n") == cfg.get("m"):
         return f"{name} (n=m={cfg['n']})"
@@ -47,9 +45,8 @@ def _colors(names):
 
 
 def plot_accuracy_vs_time(study: dict, path: str | Path, configs: dict | None = None, target: float | None = None):
-    """Test accuracy (%) against training seconds per arm. One seed: its curve with a 95% Wilson band
-    (up to MAX_BANDS arms) and the target line; several: each seed thin, the mean bold (the k-th
-    evaluation averaged over seeds, at their mean time)."""
+    """Test accuracy (%) against training seconds per arm. One seed: a 95% Wilson band (up to MAX_BANDS
+    arms) and the target line; several: each seed thin, the mean of the k-th evaluations bold."""
     configs, one = configs or {}, len(study) == 1
     arms = list(dict.fromkeys(a for by in study.values() for a in by))
     colors, (fig, ax) = _colors(arms), figure()
@@ -76,9 +73,9 @@ def plot_accuracy_vs_time(study: dict, path: str | Path, configs: dict | None = 
         ax.text(0.5, 0.5, "no evaluation rows\n(train with --eval-every K)", ha="center", va="center",
                 transform=ax.transAxes, color="grey")
     ax.set_ylim(bottom=0)
+    note = " (thin: each seed; bold: mean)" if not one else " (shaded: 95% CI)" if 0 < len(arms) <= MAX_BANDS else ""
     ax.set(xlabel="training wall-clock time (s, evaluation excluded)", ylabel="test accuracy (%)",
-           title="Test accuracy vs. training time" + (" (shaded: 95% CI)" if one and arms and len(arms) <= MAX_BANDS
-                                                      else "" if one else " (thin: each seed; bold: mean)"))
+           title="Test accuracy vs. training time" + note)
     ax.grid(alpha=0.3)
     if arms:
         ax.legend(fontsize=8, loc="best")
@@ -137,9 +134,8 @@ def plot_time_breakdown(runs: dict[str, list[dict]], path: str | Path, configs: 
 
 def sweep_points(study_arms: dict[str, list], configs: dict[str, dict], param: str = "n",
                  at_s: float | None = None) -> tuple[list[tuple[int, float]], float | None]:
-    """[(value of `param`, accuracy at the horizon)] sorted by value, and the horizon: at_s=None, the
-    earliest of the arms' last evaluations (each arm read at its last evaluation by then); inf: each
-    arm's final evaluation (a --budget-s run)."""
+    """[(value of `param`, accuracy at the horizon)] sorted, and the horizon at_s (None: the earliest
+    last evaluation; inf: each arm's final one). Each arm is read at its last evaluation by then."""
     names = [a for a, pts in study_arms.items() if pts and param in configs.get(a, {})]
     if not names:
         return [], None
@@ -181,9 +177,8 @@ def mean_costs(rows: dict[int, dict[str, list[dict]]]) -> dict[str, dict]:
 
 
 def make(seed_dirs: dict, out_dir: str | Path, meta: dict | None = None, baseline: str | None = None) -> dict:
-    """Every figure and the summary of seed -> arm -> run folder, into out_dir (one seed: also the
-    reward, time-breakdown and sweep figures and the target line). baseline: the arm whose plateau is
-    the target (default: comparison.json's, else BASELINE, else the first grpo run). Returns name -> path."""
+    """Every figure and the summary of seed -> arm -> run folder into out_dir; returns name -> path.
+    baseline: the target's arm (default: comparison.json's, else BASELINE, else the first grpo run)."""
     meta, out_dir = meta or {}, Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = {s: {a: read_rows(d) for a, d in dirs.items()} for s, dirs in seed_dirs.items()}
@@ -197,13 +192,11 @@ def make(seed_dirs: dict, out_dir: str | Path, meta: dict | None = None, baselin
                         repriced=repriced_study(study, rows, configs))
     one = len(seed_dirs) == 1
     target = next((t[0] for t in (s["time"] or {"targets": {}})["targets"].values() if t and one), None)
-    paths = {"accuracy_vs_time.png": out_dir / "accuracy_vs_time.png"}
-    plot_accuracy_vs_time(study, paths["accuracy_vs_time.png"], configs, target)
+    paths = {name: out_dir / name for name in FIGURES[:3 if one else 1]}
+    plot_accuracy_vs_time(study, paths[FIGURES[0]], configs, target)
     if one:
-        runs = next(iter(rows.values()))
-        for name, draw in (("reward_vs_step.png", plot_reward_vs_step), ("time_breakdown.png", plot_time_breakdown)):
-            paths[name] = out_dir / name
-            draw(runs, paths[name], configs)
+        plot_reward_vs_step(rows[next(iter(rows))], paths[FIGURES[1]], configs)
+        plot_time_breakdown(rows[next(iter(rows))], paths[FIGURES[2]], configs)
     if one and (sweep := meta.get("sweep")):  # accuracy at the sweep arms' common horizon vs the swept n (or m)
         param = sweep.get("param", "n")
         other = "m" if param == "n" else "n"
@@ -221,10 +214,9 @@ def main(argv=None) -> int:
     p = Parser(prog="python -m minipods.plots",
                description="Redraw a comparison's figures and summary from saved metrics.")
     p.add_argument("runs", nargs="+", help="run folders (with metrics.jsonl) or a comparison folder of them")
-    p.add_argument("--out", default=None, help="output folder (default: the comparison folder, or the run folder "
-                                               "when given one; several run folders need --out)")
+    p.add_argument("--out", default=None, help="output folder (default: the comparison or run folder given)")
     p.add_argument("--baseline", default=None, help=f"arm whose plateau is the target (default: {BASELINE!r} or the "
-                                                     "first grpo run)")
+                   "first grpo run)")
     args = p.parse_args(argv)
     try:
         top = Path(args.runs[0]) / COMPARISON_FILE

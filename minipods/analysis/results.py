@@ -1,9 +1,6 @@
-"""Reading run folders (written by minipods.train and minipods.checkpoint): metrics rows, configs,
-per-question evaluations, a study of them for minipods.analysis.summary (`read_study`), each arm's
-cost numbers (`summarize`: a study's points do not carry them) and the update re-pricing. No torch.
-
-    study = read_study({0: {"grpo": Path("runs/c/seed0/grpo"), ...}, ...})   # seed -> arm -> Points
-    runs, out, meta = find_runs(["runs/compare"])    # arm -> folder, where files go, comparison.json
+"""Reading run folders (written by minipods.train): metrics rows, configs, per-question evaluations,
+a study for minipods.analysis.summary (`read_study`), each arm's costs (`summarize`) and the update
+re-pricing (docs/training.md). No torch.
 """
 
 from __future__ import annotations
@@ -19,7 +16,6 @@ COMPARISON_FILE = "comparison.json"  # written by minipods.compare: arm order, b
 
 
 def read_rows(run_dir: str | Path) -> list[dict]:
-    """The metric rows of a run folder (OUTPUT_DIR/metrics.jsonl; [] when there is none)."""
     return read_log(Path(run_dir) / "metrics.jsonl")
 
 
@@ -45,8 +41,7 @@ def training_rows(rows: list[dict]) -> list[dict]:
 
 
 def read_points(run_dir: str | Path) -> list[Point]:
-    """A run's evaluations in time order: training seconds, step, accuracy, questions and, where its
-    evaluation file was kept, the 0/1 per question index."""
+    """A run's evaluations as Points in time order (`correct` where the evaluation file was kept)."""
     kept, pts = set(eval_steps(run_dir)), []
     for r in read_rows(run_dir):
         if r.get("eval_accuracy") is None:
@@ -58,7 +53,6 @@ def read_points(run_dir: str | Path) -> list[Point]:
 
 
 def read_study(seed_dirs: dict[int, dict[str, Path]]) -> dict[int, dict[str, list[Point]]]:
-    """seed -> arm -> run folder, read into a study (arms without evaluations are left out)."""
     return {s: {a: pts for a, d in dirs.items() if (pts := read_points(d))} for s, dirs in seed_dirs.items()}
 
 
@@ -69,9 +63,7 @@ def seed_dirs(folder: str | Path, meta: dict) -> dict[int, dict[str, Path]]:
 
 
 def summarize(runs: dict[str, list[dict]]) -> list[dict]:
-    """Per arm (in the order of `runs`), from its metrics rows: steps, train_s, peak and final
-    accuracy, mean seconds per step / rollout / update, zero_std_frac (silent groups), mean rewards
-    and peak_mem_mb."""
+    """Per arm (in the order of `runs`), its cost and accuracy numbers from its metrics rows."""
     out = []
     for name, rows in runs.items():
         tr = training_rows(rows)
@@ -99,10 +91,8 @@ def update_pricing(cfg: dict) -> str:
 
 
 def repriced_seconds(rows: list[dict], ran: str, to: str) -> dict[int, float] | None:
-    """step -> training seconds (elapsed_s) had the update paid `to` instead of `ran`: an estimate taking a
-    step's update seconds as proportional to the rows it processed (None: rows without kept_rows/silent_rows).
-    A skip_silent step whose rows were all silent ran one placeholder row (so the optimizer still steps),
-    whose seconds do not scale: it is priced at the run's mean seconds per processed row."""
+    """step -> elapsed_s had the update paid `to` instead of `ran`, update seconds scaled by the rows
+    processed (the rule: docs/training.md); None: rows without kept_rows/silent_rows."""
     def paid(r: dict, pricing: str) -> int:  # rows that pricing's update processes
         return r["kept_rows"] - r["silent_rows"] if pricing == "skip_silent" else r["kept_rows"]
     tr = training_rows(rows)
@@ -118,8 +108,7 @@ def repriced_seconds(rows: list[dict], ran: str, to: str) -> dict[int, float] | 
 
 
 def repriced_study(study: dict, rows: dict, configs: dict[str, dict]) -> tuple[str, dict | str]:
-    """The other pricing (arms that ran both: the paper's every_row) and the study's seconds under it (arms
-    that ran it as they are, the others by `repriced_seconds` of rows: seed -> arm -> metrics rows), or why
+    """The other pricing and the study's seconds under it (rows: seed -> arm -> metrics rows), or why
     they cannot be computed."""
     ran = {a: update_pricing(configs.get(a, {})).split()[0] for by in study.values() for a in by}
     to = "skip_silent" if set(ran.values()) == {"every_row"} else "every_row"
@@ -136,11 +125,9 @@ def repriced_study(study: dict, rows: dict, configs: dict[str, dict]) -> tuple[s
 
 
 def find_runs(paths: list[str | Path]) -> tuple[dict[str, Path], Path, dict]:
-    """Arm name -> run folder, the folder its files belong in, and comparison.json (or {}).
-
-    A path is a run folder (has metrics.jsonl) or a comparison folder of run folders (ordered as in
-    its comparison.json). Files go into the comparison folder, or into the run folder itself when
-    it is one run: never into a run's parent, which inside a study holds that seed's summary."""
+    """Arm name -> run folder (paths: run folders or folders of them, in comparison.json's order), where
+    files go (the one path given, None for several; never a run's parent, which in a study holds that
+    seed's summary) and comparison.json (or {})."""
     runs: dict[str, Path] = {}
     meta: dict = {}
     for p in map(Path, paths):
@@ -156,5 +143,4 @@ def find_runs(paths: list[str | Path]) -> tuple[dict[str, Path], Path, dict]:
             sub.sort(key=lambda d: (order.get(d.name, len(order)), d.name))
         for d in sub:
             runs[d.name if d.name not in runs else f"{d.parent.name}/{d.name}"] = d
-    out = Path(paths[0]) if len(paths) == 1 else None
-    return runs, out, meta
+    return runs, (Path(paths[0]) if len(paths) == 1 else None), meta

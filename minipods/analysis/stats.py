@@ -1,10 +1,6 @@
-"""Statistics over training runs: the seed is the unit of every comparison between arms.
-
-What varies most between two arms of this study is the training run, not the question, so a
-statement about arms rests on one number per seed (a difference of accuracies, a log ratio of
-times) and these intervals over seeds. The one-evaluation intervals (Wilson; Newcombe's paired
-interval and McNemar's test) live in minipods.evaluate, the core, and are re-exported here.
-Pure Python (math, itertools): no torch, no scipy.
+"""Statistics over training runs: the seed is the unit of every comparison between arms, since the
+run, not the question, varies most. The one-evaluation intervals (Wilson, Newcombe, McNemar) live in
+minipods.evaluate and are re-exported here. Pure Python: no torch, no scipy.
 """
 
 from __future__ import annotations
@@ -15,7 +11,7 @@ import math
 from minipods.evaluate import mcnemar_p, newcombe_paired, paired_difference, wilson_interval
 
 __all__ = ["wilson_interval", "mcnemar_p", "newcombe_paired", "paired_difference", "mean_interval",
-           "sign_flip_p", "ratio_interval", "t975"]
+           "sign_flip_p", "ratio_interval"]
 
 MAX_EXACT = 12  # sign-flip p-values enumerate 2^k patterns up to this many seeds (4,096)
 # two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom (beyond: 1.96)
@@ -24,28 +20,22 @@ T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
         2.045, 2.042]
 
 
-def t975(df: int) -> float:
-    return T975[df - 1] if df <= len(T975) else 1.96
-
-
 def mean_interval(xs: list[float | None], bounds: tuple[float, float] = (-math.inf, math.inf)) -> dict:
-    """Mean of the numbers in xs (None = missing) with its 95% Student-t interval
-    mean +- t(k-1) sd / sqrt(k), clipped to `bounds`; lo, hi are None with one number.
-    Returns mean, lo, hi, k (numbers used), of (len(xs))."""
+    """Mean of the finite numbers in xs with its 95% Student-t interval, clipped to `bounds`:
+    mean, lo, hi (None below two numbers), k (numbers used), of (len(xs))."""
     v = [float(x) for x in xs if x is not None and math.isfinite(float(x))]
     k = len(v)
     m = sum(v) / k if k else None
     if k < 2:
         return {"mean": m, "lo": None, "hi": None, "k": k, "of": len(xs)}
-    h = t975(k - 1) * math.sqrt(sum((x - m) ** 2 for x in v) / (k - 1)) / math.sqrt(k)
+    sd = math.sqrt(sum((x - m) ** 2 for x in v) / (k - 1))
+    h = (T975[k - 2] if k - 1 <= len(T975) else 1.96) * sd / math.sqrt(k)  # t(k - 1) sd / sqrt(k)
     return {"mean": m, "lo": max(bounds[0], m - h), "hi": min(bounds[1], m + h), "k": k, "of": len(xs)}
 
 
 def sign_flip_p(xs: list[float]) -> float | None:
-    """Exact two-sided p-value of "the mean is 0" by sign flips: under no arm effect each seed's
-    difference is as likely negative as positive, so p = the share of the 2^k sign patterns whose
-    |mean| is at least the observed one. With k seeds p >= 2 / 2^k (5 seeds: 0.0625). None beyond
-    MAX_EXACT seeds (use the t-interval) or with no numbers."""
+    """Exact two-sided p of "the mean is 0": the share of the 2^k sign patterns whose |mean| is at
+    least the observed one (so p >= 2 / 2^k: 0.0625 for 5 seeds). None beyond MAX_EXACT or with none."""
     v = [float(x) for x in xs if x is not None]
     if not v or len(v) > MAX_EXACT:
         return None

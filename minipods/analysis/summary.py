@@ -1,20 +1,12 @@
-"""The summary of a study: arms trained once per seed, compared with the seed (one training run) as
-the unit. One seed is the one-seed case of many. A study is `dict[seed, dict[arm, list[Point]]]` (each
-list non-empty, in time order), read from run folders (minipods.analysis.results.read_study) or from
-the paper's released runs (minipods.analysis.paper_runs):
+"""The summary of a study, with the seed (one training run) as the unit of every comparison. A study
+is `dict[seed, dict[arm, list[Point]]]` (each list non-empty, in time order), from run folders
+(results.read_study) or the paper's released runs (paper_runs):
 
     s = summarize_study(study, baseline="grpo", focus="pods")   # every comparison, as numbers
     print("\\n".join(summary_lines(s)))                          # summary.md (write_summary: also .csv)
 
-The rules (docs/training.md states them for users), each written once here:
-  * target: the baseline's plateau, the mean of its last PLATEAU_K evaluations in that seed (not its
-    best: a maximum of noisy evaluations is biased up and met by the baseline by construction), or an
-    accuracy declared before the study (`target=`); an arm reaches it at its first evaluation within
-    one evaluation's standard error, sqrt(t (1 - t) / questions), below it;
-  * no target: a seed whose baseline meets its target at step 0 cannot say which arm is sooner;
-  * censoring: a seed where an arm never reaches the target stays in: its time counts as the run's
-    end in the restricted mean, and its speed-up enters at its bound, baseline time / the arm's
-    whole run, so with censored seeds the speed-up is an upper bound.
+The rules (target = the baseline's plateau, not its best; no target; censoring) are stated in
+docs/training.md, "Evaluation and the PODS-vs-GRPO comparison", and written once here (`_seed_times`).
 """
 
 from __future__ import annotations
@@ -41,7 +33,6 @@ class Point(NamedTuple):
 
 
 def FINAL(a: list[Point], b: list[Point]):  # noqa: N802 (a constant-like picker)
-    """Each arm's final evaluation."""
     return a[-1], b[-1]
 
 
@@ -57,11 +48,9 @@ def EQUAL_TIME(a: list[Point], b: list[Point]):  # noqa: N802
 
 
 def difference(study: dict, a: str, b: str, pick=FINAL) -> dict:
-    """b minus a: per_seed (seed -> diff, and `paired`, the within-seed paired_difference where both
-    evaluations kept their questions), seeds (mean_interval of the per-seed diffs with `p`, the
-    exact sign-flip p-value) and pooled (paired_difference over every (seed, question) pair, only
-    when every seed kept its questions: about these seeds' questions, not about the arms; with one
-    seed it is that seed's paired interval)."""
+    """b minus a at the evaluations `pick` chooses: per_seed (seed -> diff, paired: paired_difference
+    where both kept their questions), seeds (mean_interval of the diffs, p: sign-flip) and pooled
+    (paired_difference over every (seed, question) pair when every seed kept its questions, else None)."""
     per_seed, xa, xb, whole = {}, [], [], True
     for s, arms in study.items():
         if a not in arms or b not in arms:
@@ -109,11 +98,9 @@ def _seed_times(arms: dict, baseline: str, k: int, target: float | None):
 
 
 def time_to_target(study: dict, baseline: str = BASELINE, k: int = PLATEAU_K, target: float | None = None) -> dict:
-    """targets (seed -> (target, tolerance), None: no target), and per arm: per_seed (seed ->
-    seconds, step (None: never), end_s, end_step), reached, of, censored, the restricted means of
-    seconds and steps (never = the run's end) and speedup (`ratio_interval` of the baseline's
-    seconds over the arm's per seed, censored seeds at their bound; `censored` counts them; an arm
-    that meets the target at 0 s has no finite ratio and is left out, so speedup's k < of)."""
+    """targets (seed -> (target, tolerance); None: no target) and per arm: per_seed (seed -> seconds,
+    step (None: never), end_s, end_step), reached, of, censored, restricted_s/_step (never = the run's
+    end) and speedup (ratio_interval of baseline over arm seconds; an arm at the target at 0 s is left out)."""
     targets, per = {}, {}
     for s, arms in study.items():
         if baseline not in arms and target is None:
@@ -124,15 +111,14 @@ def time_to_target(study: dict, baseline: str = BASELINE, k: int = PLATEAU_K, ta
             per.setdefault(a, {})[s] = t
     out = {}
     for a, by_seed in per.items():
+        end_s = [v["end_s"] if v["seconds"] is None else v["seconds"] for v in by_seed.values()]
+        end_step = [v["end_step"] if v["step"] is None else v["step"] for v in by_seed.values()]
         ratios, censored = [], 0
-        for s, v in by_seed.items():
+        for (s, v), t_arm in zip(by_seed.items(), end_s):  # t_arm: censored seeds at the run's end
             base = per.get(baseline, {}).get(s, {}).get("seconds")
-            t_arm = v["seconds"] if v["seconds"] is not None else v["end_s"]
             if base is not None and t_arm:
                 ratios.append(base / t_arm)
                 censored += v["seconds"] is None
-        end_s = [v["end_s"] if v["seconds"] is None else v["seconds"] for v in by_seed.values()]
-        end_step = [v["end_step"] if v["step"] is None else v["step"] for v in by_seed.values()]
         out[a] = {"per_seed": by_seed, "reached": sum(v["seconds"] is not None for v in by_seed.values()),
                   "of": len(by_seed), "censored": censored, "restricted_s": mean_interval(end_s, (0, math.inf)),
                   "restricted_step": mean_interval(end_step, (0, math.inf)), "speedup": ratio_interval(ratios)}
@@ -142,12 +128,9 @@ def time_to_target(study: dict, baseline: str = BASELINE, k: int = PLATEAU_K, ta
 def summarize_study(study: dict, baseline: str | None = BASELINE, focus: str | None = FOCUS,
                     costs: dict[str, dict] | None = None, target: float | None = None,
                     pricing: dict[str, str] | None = None, repriced: tuple[str, dict | str] | None = None) -> dict:
-    """Every comparison of a study: per arm its final accuracy across seeds and its learning (first
-    vs final evaluation), `focus` minus every other arm, every arm at the baseline's training time
-    minus the baseline, and time to target. costs: arm -> numbers carried into the files as they are
-    (e.g. minipods.analysis.results.summarize's seconds per step). pricing: arm -> the update pricing
-    it ran; repriced: (another pricing, the study's seconds under it or why there are none), whose
-    time to target is given beside the one as run. A missing baseline/focus: left out."""
+    """Every comparison of a study (final, learning, focus minus each arm, equal time, time to target).
+    costs: arm -> numbers copied into the files; pricing: arm -> its update pricing; repriced: (another
+    pricing, the study's seconds under it or why there are none). A missing baseline/focus: left out."""
     arms = list(dict.fromkeys(a for by_arm in study.values() for a in by_arm))
     baseline = baseline if baseline in arms else None
     focus = focus if focus in arms else None
@@ -176,7 +159,6 @@ def fmt_p(p: float | None) -> str:
 
 
 def _seed_cell(v: dict, unit: str = "") -> str:
-    """One seed's difference [its paired CI, where the questions were kept]."""
     return _pts(v["diff"], unit, v["paired"] and v["paired"]["ci95"])
 
 
@@ -191,9 +173,8 @@ def _cell(d: dict | None, unit: str = "") -> str:
 
 
 def format_difference(d: dict, per_seed: bool = True) -> str:
-    """The one paired line: the across-seed mean [t 95% CI] (seeds, sign-flip p) first; then per seed
-    (with its within-seed paired interval where the questions were kept); then the pooled interval,
-    labelled as these seeds' questions. One seed: its paired interval, labelled as this seed's questions."""
+    """The one paired line: the across-seed mean [t 95% CI], sign-flip p, per seed, then the pooled
+    interval (these seeds' questions). One seed: its paired interval on this seed's questions."""
     ps, m = d["per_seed"], d["seeds"]
     if not ps:
         return "-"
@@ -211,7 +192,6 @@ def format_difference(d: dict, per_seed: bool = True) -> str:
 
 
 def _mi(m: dict) -> str:
-    """A mean in % [its t-interval]."""
     if m["mean"] is None:
         return "-"
     return f"{100 * m['mean']:.1f}" + (f" [{100 * m['lo']:.1f}, {100 * m['hi']:.1f}]" if m["lo"] is not None else "")
@@ -222,7 +202,6 @@ def _t(x: float, unit: str) -> str:
 
 
 def _time_cell(t: dict, baseline: str, arm: str, unit: str) -> tuple[str, str]:
-    """(time to target, speed-up) cells of one arm."""
     r = t["arms"].get(arm)
     if not r or not r["of"]:
         return "-", "-"
@@ -274,8 +253,7 @@ def _pricing_lines(s: dict, unit: str) -> list[str]:
 
 
 def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "s") -> list[str]:
-    """summary.md: the headline differences (seed-level first), a table per arm, time to target per
-    seed (times in `unit`: "s" for training seconds, e.g. "h" for hours)."""
+    """summary.md's lines; times in `unit` ("s" for training seconds, e.g. "h" for hours)."""
     configs, base, focus, seeds = configs or {}, s["baseline"], s["focus"], s["seeds"]
     lines = [f"# minipods comparison: {len(seeds)} seed{'s' * (len(seeds) > 1)} ({', '.join(map(str, seeds))})", "",
              "The training run is the unit: each difference is the mean over seeds of the per-seed difference with "
@@ -317,8 +295,7 @@ def _csv_row(s: dict, a: str, configs: dict) -> dict:
             if q := d["pooled"]:
                 row.update({f"{name}_questions_{k}": v for k, v in
                             zip(("diff", "lo", "hi", "n"), (q["diff"], q["ci95"][0], q["ci95"][1], q["n"]))})
-    r = (s["time"] or {"arms": {}})["arms"].get(a)
-    if r:
+    if r := (s["time"] or {"arms": {}})["arms"].get(a):
         row.update(reached=r["reached"], of=r["of"], censored=r["censored"], time_s=r["restricted_s"]["mean"],
                    time_step=r["restricted_step"]["mean"], speedup=r["speedup"]["ratio"],
                    speedup_lo=r["speedup"]["lo"], speedup_hi=r["speedup"]["hi"])
