@@ -176,6 +176,10 @@ def main(argv=None) -> int:
             print(probe_verdict(args.probe))
         except (OSError, ValueError) as e:
             ap.error(str(e))
+        from minipods.measure.speed import machine_limits  # torch: only here
+        lim = machine_limits()
+        print(f"this machine now ({lim['threads']} threads): fp32 GEMM {lim['fp32_tflops']:.3f} TFLOP/s, "
+              f"memory {lim['mem_gbs']:.1f} GB/s (docs/performance.md's sittings: 0.15-0.18 TFLOP/s, 32-43 GB/s)")
         return 0
     try:
         logs = [float(x) for x in args.log_ratios.split(",")] if args.log_ratios else None
