@@ -308,8 +308,8 @@ CPU_TOY_TOLERANCE = 0.15
 
 def test_measure_phases_measures_three_phases_against_the_planner_on_a_cpu(tmp_path):
     """The GPU check's `paper`/`consumer` code path on a CPU: generation, update and one evaluation call of a narrow
-    twin, each allocator peak (above the weights) beside the planner's. Generation and update are
-    within the GPU check's 10%. The evaluation call is not: at this toy scale the planner
+    twin, each allocator peak (above the weights) beside the planner's. Update is within the GPU
+    check's 10%, generation within CPU_TOY_TOLERANCE. The evaluation call is not: at this toy scale the planner
     under-predicts it by 10-24%, growing with the questions per call (2 to 8): the distinct-prompt
     prefill alone peaks above the planner's prefill moment (its measured prefill working-set term is
     short when many prompts prefill at once). The bound below records that gap; the GPU check's
