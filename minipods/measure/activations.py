@@ -1,16 +1,10 @@
 """The planner's measured terms: what a phase holds beyond its weights, and how the parts combine.
 
-That depends on the code that runs, so it is measured (scripts/measure_terms.py: shallow twins loaded as
-training loads them, on a CPU under memory.py's exact meters), never derived by hand. Per row of R
-tokens each term is a R + b R^2 (R^2: the attention mask's pairs), saved activations again per layer L:
-
-  update     saved = rows (R (tok + L tok_layer) + R^2 (pair + L pair_layer));  working set = work_0 +
-             rows (R work_tok + R^2 work_pair); log-prob buffer = LOGPROB_BUFFERS float32 (chunk x vocab);
-             peak = saved + max(working set, log-prob buffer): never alive at once
-  generation KV cache counted (Arch.kv_elements_per_token) in the dtype measured; prefill = prefill_0 + prompts
-             (P prefill_tok + P^2 prefill_pair); the last decode step peaks inside a layer (one layer's
-             prompt keys/values copied to the rows + decode_0) or at the LM head (DECODE_BUFFERS float32
-             (rows x vocab)), whichever is larger
+Measured, never derived by hand (scripts/measure_terms.py: shallow twins on a CPU, memory.py's exact
+meters). Per row of R tokens each term is a R + b R^2 (R^2: the mask's pairs), saved activations again
+per layer. The update peaks at saved + the larger of the working set and the log-prob buffer (never alive
+at once); generation at the larger of the shared prefill and the last decode step, which peaks inside a
+layer (one layer's prompt keys/values copied to the rows) or at the LM head's logits.
 """
 
 from __future__ import annotations
@@ -51,24 +45,17 @@ class GenTerms:
         return self.prefill_0 + prompts * (tokens * self.prefill_tok + tokens ** 2 * self.prefill_pair)
 
 
-# float32-sized (chunk x vocab) tensors alive at once in a log-prob chunk's backward (grpo.logprobs_from_states),
-# and (rows x vocab) tensors per decode step (logits, their float32 copy, the sampler's), per base precision:
-# measured by `python scripts/measure_terms.py --buffers` (a narrow twin, 16,384-token vocabulary).
+# float32 (chunk x vocab) tensors alive at once in a log-prob chunk's backward, and (rows x vocab) ones per
+# decode step, by base precision (`python scripts/measure_terms.py --buffers`: 16,384-token vocabulary).
 LOGPROB_BUFFERS = {"4bit": 4.02, "none": 4.01}
 DECODE_BUFFERS = {"4bit": 6.02, "none": 5.52}
-# The optimizer step's temporaries (same command): torch AdamW with foreach (its CUDA default) holds one copy
-# of all LoRA weights (the square root of the second moment); bitsandbytes' 8-bit step holds float32
-# temporaries of one tensor at a time on a CPU, counted in copies of the largest LoRA tensor (its CUDA
-# kernel allocates none: an upper bound there).
+# The optimizer step's temporaries, in copies of all LoRA weights (torch AdamW, foreach) or of the largest
+# LoRA tensor (bitsandbytes 8-bit on a CPU; its CUDA kernel allocates none: an upper bound there).
 OPTIMIZER_STEP_BUFFERS = {"adamw": 1.0, "adamw8bit": 5.0}
 
-# The known models' terms, measured by
-#   python scripts/measure_terms.py --check-layers 4 > terms.txt
-# (CPU: AMD EPYC, 1 thread, torch 2.13, transformers 5.23, peft 0.21, bitsandbytes 0.50; bf16 compute,
-# LoRA r=64; its 4-layer check put every term within 2.8% of the measurement, the largest error being
-# smollm2's 4-bit prefill at -2.74%; two runs gave the same numbers but for the 1.5B's 4-bit checkpointed
-# working set, 0.3% apart at the consumer micro-batch). Keys: (model, quantize, gradient checkpointing) ->
-# UpdateTerms' fields; (model, quantize) -> GenTerms' fields.
+# The known models' terms from `python scripts/measure_terms.py --check-layers 4` (1 CPU thread, torch 2.13,
+# transformers 5.23, bf16 compute, LoRA r=64; every term within 2.8% of the 4-layer check). Keys:
+# (model, quantize, gradient checkpointing) -> UpdateTerms' fields; (model, quantize) -> GenTerms' fields.
 STORED_UPDATE: dict[tuple, tuple] = {
     ('Qwen/Qwen2.5-0.5B-Instruct', '4bit', False): (2084, 108352, 0, 4, 9.12084e+06, 9968, 1),
     ('Qwen/Qwen2.5-0.5B-Instruct', '4bit', True): (5160, 3584, 0, 0, 9.13354e+06, 118818, 5),
@@ -107,9 +94,8 @@ def stored_terms(model: str, quantize: str, ckpt: bool):
 
 def decode_cache_bytes(per_token: int, layers: int, prompts: int, rows: int, prompt_tokens: int,
                        new_tokens: int) -> dict:
-    """The KV cache of the generation phase: each prompt's shared prefill, the rows' own cache at full
-    length (fast.cache allocates it up front; the last token is never fed back), and one layer's copy of
-    its prompt's keys and values for the rows while fast.cache.roomy_cache fills that layer's room."""
+    """Generation's KV cache: each prompt's shared prefill, the rows' own at full length (allocated up front;
+    the last token is never fed back), and one layer's prompt keys/values copied to the rows (roomy_cache)."""
     rows_kv = per_token * rows * (prompt_tokens + new_tokens - 1)
     return {"prefill": per_token * prompts * (prompt_tokens - 1), "rows": rows_kv,
             "growth": per_token * rows * (prompt_tokens - 1) / layers}

@@ -1,19 +1,16 @@
 """Performance benchmark: `python -m minipods.bench` (table on stdout, numbers in bench.json).
 
-PODS rests on an asymmetry (paper, Section 3): generating rollouts is cheap and parallel, updating on
-them expensive and memory-bound, so generate n and update on m < n. The parts (PARTS, run in order,
-each `part(ctx, cfg) -> dict` with `rows(result)`; settings and shared context in config.py):
+PODS rests on an asymmetry (paper, Section 3): generating rollouts is cheap, updating on them is not.
+The parts (PARTS, in order, each `part(ctx, cfg) -> dict` with `rows(result)`; settings: config.py):
 
   rollout    one batched generate of n vs n single calls; fast vs plain rollouts and the roofline (speed.py)
-  update     time and peak memory for m = 2, 4, 8, 16 kept of one fixed set (linear in m, memory capped
-             by the micro-batch); grpo_update's log-prob passes against each other (speed.py)
+  update     time and peak memory for m = 2 ... 16 kept of one fixed set; grpo_update's log-prob passes (speed.py)
   logprob    chunked vs full-vocabulary log-probs: peak memory of forward + backward, max abs difference
   select     max_variance time for n = 16 ... 1,000,000 and its log-log growth exponent
   cuda       the paper recipe's update and generation on a GPU (gpu.py; the 3B twin by default)
   costmodel  rollout and update seconds as lines: s/step of GRPO and PODS, break-even (costmodel.py)
 
-`--quick` sizes everything for a shared 2-core CPU with 1 torch thread (2 OpenMP threads ran far
-slower there). TRL beside minipods: scripts/vs_trl.py.
+`--quick`: sizes for a shared 2-core CPU, 1 torch thread (2 ran far slower). TRL: scripts/vs_trl.py.
 """
 
 from __future__ import annotations
@@ -55,8 +52,7 @@ NOTES = {
 
 
 def validate(cfg: BenchConfig, parts: list[str]) -> None:
-    """Raise ValueError (one line, naming the flag) for settings no part can run with, before any loading
-    (parts=None: the settings alone)."""
+    """Raise a one-line ValueError naming the flag, before any loading (parts=None: the settings alone)."""
     def need(ok: bool, msg: str):
         if not ok:
             raise ValueError(msg)
@@ -77,10 +73,11 @@ def validate(cfg: BenchConfig, parts: list[str]) -> None:
              f"the {'update' if 'update' in parts else 'costmodel'} part needs >= 2 --m-values <= --n={cfg.n}, got {cfg.m_values}")
 
 
-
 def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, log=print) -> dict:
-    """Run the selected parts; returns the result dict (also what bench.json holds).
-    `model`/`tokenizer` may be passed in (the tiny model in tests), else the model parts load --model."""
+    """The selected parts' results (bench.json); without `model`/`tokenizer` the model parts load --model."""
+    import importlib.metadata as md
+    import importlib.util
+
     from minipods.data import build_prompt, synthetic_problems
     from minipods.model import default_device, load_policy
     validate(cfg, parts)
@@ -105,24 +102,16 @@ def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, lo
         results[part] = PARTS[part][0](ctx, cfg)
         results[part]["part_s"] = time.perf_counter() - t0
     rows = [row for part in parts for row in PARTS[part][1](results[part])]
-    notes = [f"{p}: {NOTES[p]}" for p in parts if p in NOTES]
-    return {"meta": meta(cfg, device, parts, time.perf_counter() - t_start), "parts": results,
-            "table": format_table(rows), "rows": rows, "notes": notes}
-
-
-def meta(cfg: BenchConfig, device: str, parts: list[str], seconds: float) -> dict:
-    import importlib.metadata as md
-    import importlib.util
-
     ver = lambda d: md.version(d) if importlib.util.find_spec(d) else None  # noqa: E731
-    return {"config": asdict(cfg), "parts": parts, "device": device, "threads": torch.get_num_threads(),
+    meta = {"config": asdict(cfg), "parts": parts, "device": device, "threads": torch.get_num_threads(),
             "cpu_count": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
             "versions": {d: ver(d) for d in ("torch", "transformers", "peft", "trl", "bitsandbytes")},
             "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
-            "total_s": seconds, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+            "total_s": time.perf_counter() - t_start, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    return {"meta": meta, "parts": results, "table": format_table(rows), "rows": rows,
+            "notes": [f"{p}: {NOTES[p]}" for p in parts if p in NOTES]}
 
 
-# ---------------------------------------------------------------- command line
 PROG = "python -m minipods.bench"
 
 
@@ -139,13 +128,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
     """Defaults, then QUICK (with --quick; 1 thread), then the flags given."""
-    cfg = BenchConfig(quick=args.quick)
-    if args.quick:
-        for k, v in {**QUICK, "threads": 1}.items():
-            setattr(cfg, k, v)
-    for k, v in overrides(args, BenchConfig, skip=("quick",)).items():
-        setattr(cfg, k, v)
-    return cfg
+    quick = {**QUICK, "threads": 1} if args.quick else {}
+    return BenchConfig(quick=args.quick, **(quick | overrides(args, BenchConfig, skip=("quick",))))
 
 
 def main(argv=None) -> int:

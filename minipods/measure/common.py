@@ -1,7 +1,4 @@
-"""Small helpers every bench part shares: line and power-law fits, number formatting, the table, timing.
-
-They import nothing of minipods.measure, so any part can use them without an import circle.
-"""
+"""Helpers every bench part shares (fits, formatting, the table, timing); they import nothing of measure."""
 
 from __future__ import annotations
 
@@ -12,7 +9,6 @@ import numpy as np
 import torch
 
 
-# ---------------------------------------------------------------- fits
 def fit_linear(xs, ys) -> tuple[float, float, float]:
     """Least-squares line y = slope * x + intercept; returns (slope, intercept, r2)."""
     x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
@@ -34,7 +30,6 @@ def fit_power_law(xs, ys) -> tuple[float, float]:
     return float(k), float(math.exp(logc))
 
 
-# ---------------------------------------------------------------- formatting
 def fmt_s(s: float) -> str:
     if s is None or not math.isfinite(s):
         return "n/a"
@@ -64,7 +59,6 @@ def format_table(rows: list[list[str]], headers=("part", "measurement", "result"
                      + [line(r) for r in rows])
 
 
-# ---------------------------------------------------------------- timing
 def sync(device: str) -> None:
     """Wait for queued CUDA work, so that a timer sees it finished (no-op on CPU)."""
     if device.startswith("cuda"):
@@ -76,22 +70,19 @@ def best_seconds(fn, min_time: float = 0.3, rounds: int = 3, device: str = "cpu"
     fn()  # warm-up
     best = float("inf")
     for _ in range(rounds):
-        k, t0 = 0, time.perf_counter()
-        while True:
+        k, t0, dt = 0, time.perf_counter(), 0.0
+        while dt < min_time:
             fn()
             k += 1
             sync(device)
             dt = time.perf_counter() - t0
-            if dt >= min_time:
-                break
         best = min(best, dt / k)
     return best
 
 
 def grpo_timer(model, optimizer, micro_batch_size: int, chunk_tokens: int = 512, max_grad_norm: float | None = 1.0,
                device: str = "cpu"):
-    """update(batch, advantages) -> (seconds, grpo_update's output): one GRPO update as training runs it
-    (the shared-prompt pass), the device's queue drained before and after."""
+    """update(batch, advantages) -> (seconds, grpo_update's output) as training runs it, queue drained around."""
     from minipods.fast.update import shared_logprobs
     from minipods.grpo import grpo_update
 

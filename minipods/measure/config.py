@@ -1,7 +1,5 @@
-"""What every part of `python -m minipods.bench` is given: the settings (BenchConfig, one flag each;
-QUICK is what `--quick` lays over them) and the shared context (model, tokenizer, device, one fixed set
-of rollouts made once by fixed_rollouts).
-"""
+"""What every part of `python -m minipods.bench` is given: the settings (BenchConfig, QUICK) and the
+shared context (model, tokenizer, device, one fixed set of rollouts)."""
 
 from __future__ import annotations
 
@@ -64,7 +62,6 @@ POSITIVE = tuple(f.name for f in fields(BenchConfig)  # settings that must be >=
                  if f.type == "int" and f.name not in ("threads", "seed"))
 
 
-# ---------------------------------------------------------------- the shared context
 @dataclass
 class Context:
     """What the in-process parts share: model, tokenizer, device and one fixed set of rollouts."""

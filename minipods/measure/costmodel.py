@@ -1,17 +1,11 @@
 """When PODS pays: a cost model of one training step from measurements on the machine at hand.
 
-PODS (paper, Section 3) generates n rollouts per prompt and updates on m < n; it pays when the extra
-generation costs less than what the better-chosen m gain. Both phases are close to linear in their
-size, rollout(k) = a_r + b_r k sequences generated and update(k) = a_u + b_u k kept, so with P prompts
-a step of GRPO (n = m) takes T_grpo = rollout(Pm) + update(Pm), of GRPO on all n rollout(Pn) +
-update(Pn), and of PODS (n -> m) T_pods = rollout(Pn) + update(Pm). If one PODS step is worth `gain`
-GRPO steps (GRPO's steps to a target / PODS's), PODS reaches the target sooner iff gain > T_pods /
-T_grpo (speed-up gain * T_grpo / T_pods), and the extra rollouts pay up to n_max = (gain T_grpo -
-update(Pm) - a_r) / (b_r P).
-
-`python -m minipods.bench --parts costmodel` fits the two lines here (part_costmodel); the planner
-prices steps with the lines of such a run (`load_fit`), else with the L40S lines fitted to the
-authors' released runs (`paper_l40s_model`).
+PODS (paper, Section 3) generates n rollouts per prompt and updates on m < n. Both phases are close to
+linear, rollout(k) = a_r + b_r k generated and update(k) = a_u + b_u k kept, so with P prompts
+T_grpo = rollout(Pm) + update(Pm) (n = m) and T_pods = rollout(Pn) + update(Pm). If one PODS step is
+worth `gain` GRPO steps, PODS reaches a target sooner iff gain > T_pods / T_grpo, and the extra
+rollouts pay up to n_max = (gain T_grpo - update(Pm) - a_r) / (b_r P). The planner's lines: a
+`python -m minipods.bench --parts costmodel` run (load_fit), else the authors' L40S runs (paper_l40s_model).
 """
 
 from __future__ import annotations
@@ -87,9 +81,8 @@ def paper_l40s(gain: float | None = None) -> dict:
 
 
 def paper_l40s_model() -> CostModel:
-    """The L40S lines of the authors' released runs (L40S_FIT: Qwen2.5-3B, 512 + 512 tokens, 1 prompt
-    per step). The fixed ~4.4 s is its own term because step counts alone cannot split it between the
-    phases; whether it scales with more prompts per step is not known (the runs have 1 prompt)."""
+    """The L40S lines of L40S_FIT. The fixed ~4.4 s is its own term: step counts cannot split it between
+    the phases, nor say whether it grows with prompts per step (the runs have 1)."""
     f = L40S_FIT
     return CostModel(Line(0.0, f["rollout_s"]), Line(0.0, f["update_s"]), f["fixed_s"])
 
@@ -115,10 +108,8 @@ def implied_gain(speedup: float, pods_s: float, grpo_s: float) -> float:
     return speedup * pods_s / grpo_s
 
 
-# ---------------------------------------------------------------- the bench part
 def part_costmodel(ctx, cfg) -> dict:
-    """Rollout seconds for n/4, n/2, n sequences (one batched generate each) and the update part's for the
-    --m-values kept (phases.update_points) as two lines; n = --n priced against m = n/4."""
+    """Lines through rollout seconds at n/4, n/2, n and update seconds at --m-values; n priced against n/4."""
     from minipods.fast.rollouts import generate_rollouts
     from minipods.measure.phases import update_points
     n = cfg.n

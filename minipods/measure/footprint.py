@@ -1,10 +1,7 @@
 """What a model's weights, adapter, gradients, optimizer and KV cache take, counted from its architecture.
 
-The static part of the planner (minipods.measure.plan): counts over the real shapes, never estimates.
-The architecture comes from a config read offline (`model_config`), built on the meta device, and each
-count follows the storage rules of the library that allocates it (bitsandbytes' NF4 with double
-quantisation and 8-bit AdamW, peft's float32 adapters and k-bit upcasting; docs/gpu.md lists them).
-tests/test_plan.py checks each count against the real objects on shrunk twins.
+The planner's static part: counts over the real shapes (an offline config built on the meta device),
+each following the storage rules of the library that allocates it (bitsandbytes, peft; docs/gpu.md).
 """
 
 from __future__ import annotations
@@ -36,9 +33,7 @@ class Arch:
 
 
 def model_config(model: str):
-    """The transformers config of `model`, offline: a twin id (with or without `random:` and shrink
-    options), the offline default (its GGUF metadata, or the dequantised copy's config.json), or a
-    local HF folder. Anything else raises ValueError, naming what is known."""
+    """The transformers config of a twin id, the offline default (GGUF) or a local HF folder, offline."""
     from transformers import AutoConfig
 
     from minipods.model import DEFAULT_MODEL, ModelNotFoundError, cache_dir, default_gguf_path
@@ -88,7 +83,6 @@ def arch_of(cfg) -> Arch:
     return Arch(layers, cfg.hidden_size, kv_heads, head_dim, cfg.vocab_size, linears, total - in_linears)
 
 
-# ---------------------------------------------------------------- counts
 def nf4_bytes(out_features: int, in_features: int) -> int:
     """Bytes bitsandbytes stores for one NF4 weight with double quantisation: the packed weight, a uint8
     absmax per block of 64, their float32 absmax per 256 blocks and offset, the float32 code tables."""
@@ -98,8 +92,7 @@ def nf4_bytes(out_features: int, in_features: int) -> int:
 
 
 def weight_bytes(arch: Arch, quantize: str | None) -> dict:
-    """{"linear": bytes of the decoder's linear weights, "other": everything else}: 4-bit (NF4 linears,
-    float32 rest, as peft's k-bit preparation leaves them) or bf16."""
+    """{"linear": the decoder's linear weights, "other": the rest} in bytes: NF4 + float32 (4bit) or bf16."""
     if quantize == "4bit":
         return {"linear": sum(nf4_bytes(o, i) for o, i in arch.linears), "other": 4 * arch.other_params}
     return {"linear": 2 * sum(o * i for o, i in arch.linears), "other": 2 * arch.other_params}
@@ -127,8 +120,3 @@ def optimizer_bytes(arch: Arch, r: int, kind: str) -> int:
     big = sum(2 * n + 2 * 4 * math.ceil(n / ADAM8_BLOCK) for n in sizes if n >= ADAM8_MIN_SIZE)
     return small + big + (2 * 4 * ADAM8_QMAP if big else 0)
 
-
-def inference_copy_bytes(arch: Arch) -> int:
-    """What minipods.fast.inference.folded_copy would hold on a GPU: the LoRA-targeted weights once
-    more, in bf16 (made only on request on CUDA, never for a 4-bit model)."""
-    return 2 * sum(o * i for o, i in arch.linears)

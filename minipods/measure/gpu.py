@@ -1,10 +1,8 @@
 """The paper recipe on one GPU: the bench's `cuda` part (`python -m minipods.bench --parts cuda`).
 
-Paper (single-GPU setting): Qwen2.5-3B-Instruct in 4 bits (NF4 + double quantisation), LoRA r=64 on
-every linear layer, gradient checkpointing, 8-bit AdamW, 512 + 512 tokens, m=16 kept of n=64, loaded as
-training loads it (load_recipe) on the *architecture twin* (minipods.twins.arch: real shapes, random
-weights, offline), the update fed random ids (recipe_batch): an update's memory and time do not depend
-on the weights, and a twin's rollouts never stop early (EOS is ~1 in 150k tokens), the worst case.
+Paper (single GPU): Qwen2.5-3B-Instruct in NF4, LoRA r=64, gradient checkpointing, 8-bit AdamW, 512 + 512
+tokens, m=16 of n=64, on the architecture twin (real shapes, random weights, offline) fed random ids: an
+update's cost does not depend on the weights, and a twin's rollouts never stop early (the worst case).
 """
 
 from __future__ import annotations
@@ -16,15 +14,13 @@ import numpy as np
 import torch
 
 from minipods.measure.common import fmt_mb, fmt_s, grpo_timer
-from minipods.measure.memory import MemoryMeter, run_worker
+from minipods.measure.memory import MIB, MemoryMeter, run_worker
 
 CARD_GIB = 24.0  # "fits a 24 GB card"
 CARD_HEADROOM_GIB = 1.0  # CUDA context + fragmentation left free on the card
 PAPER_STEP_SEQUENCES = 128  # the paper's step: 8 prompts x m=16 kept rollouts
-MIB = 2 ** 20
 
 
-# ---------------------------------------------------------------- one recipe, loaded and fed
 def load_recipe(name: str, quantize: str | None, lora_r: int, lora_alpha: int, ckpt: bool, optimizer: str,
                 device: str, dtype: str = "auto", seed: int = 0):
     """(policy, tokenizer, optimizer) as training loads them (optimizer: auto | adamw | adamw8bit)."""
@@ -39,9 +35,8 @@ def load_recipe(name: str, quantize: str | None, lora_r: int, lora_alpha: int, c
 
 def recipe_batch(model, prompts: int, m: int, tokens: int, prompt_tokens: int | None = None, padded: bool = True,
                  seed: int = 0):
-    """(Rollouts, advantages): m rows per prompt of `tokens` random ids, `prompt_tokens` (default: half)
-    of them prompt, padded as rollouts are (one row's prompt left-padded, another's completion cut short)
-    unless padded=False; random advantages. scripts/measure_terms.py measures the planner's terms on them."""
+    """(Rollouts, advantages): m rows per prompt of `tokens` random ids, `prompt_tokens` (default: half) of
+    them prompt, padded as rollouts are (one prompt left-padded, one completion cut) unless padded=False."""
     from minipods.rollouts import Rollouts
 
     rows, vocab, g = prompts * m, model.get_output_embeddings().weight.shape[0], torch.Generator().manual_seed(seed)
@@ -62,7 +57,6 @@ def twin_prompts(count: int, tokens: int, seed: int) -> list[str]:
     return ["".join(chr(97 + int(c)) for c in torch.randint(0, 26, (tokens,), generator=g)) for _ in range(count)]
 
 
-# ---------------------------------------------------------------- the bench's cuda part
 def part_cuda(ctx, cfg) -> dict:
     """Run the worker in a fresh process (its peak memory is then the recipe's alone)."""
     if not torch.cuda.is_available():
@@ -74,9 +68,7 @@ def part_cuda(ctx, cfg) -> dict:
 
 
 def worker_cuda_recipe(a: dict) -> dict:
-    """The measurement itself, in the worker process (`a`: see part_cuda; device defaults to cuda): one
-    warm-up update, `repeats` timed ones inside a MemoryMeter (median seconds, peaks, how far the adapter
-    moved), then gen_n rollouts of one prompt in one batched call (after a warm-up)."""
+    """In the worker (`a`: see part_cuda): `repeats` metered updates after a warm-up, then gen_n rollouts."""
     from minipods.data import build_prompt, synthetic_problems
     from minipods.fast.rollouts import generate_rollouts
     from minipods.model import count_parameters
@@ -131,4 +123,3 @@ def rows_cuda(r: dict) -> list[list[str]]:
              "PASS" if r["fits_24gb"] else "FAIL"],
             ["cuda", f"generate n={s['gen_n']} x {s['gen_tokens']} tok, one batched call",
              f"{r['gen_tokens_per_s']:.0f} tok/s"]]
-

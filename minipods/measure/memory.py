@@ -1,11 +1,8 @@
 """Peak memory of a phase: one meter per device.
 
-PODS's case (paper, Section 3) is that the update's memory grows with the rollouts it trains on while
-generation's does not; a phase's peak must be measured, not guessed. MemoryMeter reads CUDA's allocator,
-or on a CPU the tensor allocator's own events (torch's profiler) summed in time order: exact, every
-temporary included, independent of glibc (whose resident set size neither follows live memory nor
-resets); slow, so memory runs are never timed. A whole process's peak (training's `peak_mem_mb`) is
-minipods.model.peak_mb / reset_peak, re-exported.
+PODS's case (paper, Section 3): the update's memory grows with the rollouts it trains on, generation's
+does not. MemoryMeter reads CUDA's allocator, or on a CPU the tensor allocator's events (torch's profiler)
+summed in time order: exact, unlike the resident set size, but slow, so memory runs are never timed.
 """
 
 from __future__ import annotations
@@ -79,7 +76,6 @@ def peak_allocated_bytes(fn) -> int:
     return round(mm.peak_mb * MIB)
 
 
-# ---------------------------------------------------------------- a fresh worker process
 def run_worker(target: str, args: dict) -> dict:
     """Run `target(args)` ("package.module:function", returning a JSON-able dict) in a fresh Python
     process (`python -m minipods.measure.memory`); returns its dict, or {"error": ...} if the worker failed."""
@@ -95,15 +91,13 @@ def run_worker(target: str, args: dict) -> dict:
     return {"error": f"worker {target} exited {proc.returncode}: " + " | ".join(tail)}
 
 
-# ---------------------------------------------------------------- activations held for backward
 class _Saved:  # a weak-referenceable box for one tensor autograd saves for backward
     __slots__ = ("t", "__weakref__")
 
 
 def peak_saved_bytes(model, fn) -> int:
-    """Peak bytes of distinct non-parameter tensors autograd holds for backward while fn() runs: the
-    activations, exactly and independent of the allocator. A tensor counts from when autograd saves it
-    until backward releases it (its box is garbage-collected)."""
+    """Peak bytes of distinct non-parameter tensors autograd holds for backward while fn() runs (the
+    activations, independent of the allocator): each from when it is saved until its box is collected."""
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     live, st = {}, {"cur": 0, "peak": 0}  # storage ptr -> [bytes, boxes alive]
 

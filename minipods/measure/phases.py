@@ -1,8 +1,7 @@
 """The bench's parts on one model: rollout throughput, update cost against m, log-prob memory, selection time.
 
-PODS's asymmetry (paper, Section 3), measured on one fixed set of n rollouts (config.fixed_rollouts);
-what each part compares: measure/bench.py. The rollout and update parts end with speed.py's halves;
-memory runs (memory.MemoryMeter) are apart from the timed ones.
+PODS's asymmetry (paper, Section 3) on one fixed set of n rollouts (config.fixed_rollouts); what each
+part compares: measure/bench.py. Memory runs (memory.MemoryMeter) are apart from the timed ones.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from minipods.measure.config import BenchConfig, Context, fixed_rollouts
 from minipods.measure.memory import MemoryMeter
 
 
-# ---------------------------------------------------------------- rollout throughput
 def part_rollout(ctx: Context, cfg: BenchConfig) -> dict:
     from minipods.fast.rollouts import generate_rollouts
     model, tok, p = ctx.model, ctx.tok, ctx.prompt
@@ -46,11 +44,9 @@ def rows_rollout(r: dict) -> list[list[str]]:
             ["rollout", "batched / sequential tokens/s", fmt_x(r["ratio"])]] + speed.rows_rollout_speed(r["speed"])
 
 
-# ---------------------------------------------------------------- update cost vs m
 def update_points(ctx: Context, cfg: BenchConfig, repeats: int | None = None, memory: bool = True) -> list[dict]:
-    """Median seconds (of `repeats`, default --repeats) and, with `memory`, peak memory of one GRPO update
-    on the first m of the fixed set for each --m-values m <= n (the update part's; the costmodel part
-    reuses them): the training defaults (optimizer, log-prob chunk, the shared-prompt pass), 0/1 rewards."""
+    """Median seconds (of `repeats`) and, with `memory`, peak memory of one GRPO update with the training
+    defaults on the first m of the fixed set, for each --m-values m <= n; the costmodel part reuses them."""
     from minipods.grpo import group_advantages
     from minipods.train import make_config, make_optimizer
 
@@ -102,11 +98,9 @@ def rows_update(r: dict) -> list[list[str]]:
     return rows + speed.rows_update_speed(r["speed"])
 
 
-# ---------------------------------------------------------------- log-prob memory
 def part_logprob(ctx: Context, cfg: BenchConfig) -> dict:
-    """Chunked vs naive log-probs, forward+backward on one batch, without and with gradient
-    checkpointing of the backbone (the paper recipe uses it; it removes most backbone activations,
-    so what is left is mostly the head's (tokens x vocab) logits, which chunking bounds)."""
+    """Chunked vs naive log-probs, forward+backward on one batch, without and with gradient checkpointing
+    (the paper's: it leaves mostly the head's (tokens x vocab) logits, which chunking bounds)."""
     from minipods.grpo import naive_token_logprobs, token_logprobs
     from minipods.model import base_model_of
     ro = fixed_rollouts(ctx, cfg)
@@ -158,7 +152,6 @@ def rows_logprob(r: dict) -> list[list[str]]:
     return rows
 
 
-# ---------------------------------------------------------------- selection time vs n
 def part_select(ctx: Context, cfg: BenchConfig, m_frac: float = 0.25) -> dict:
     from minipods.downsample import max_variance
     rng = np.random.default_rng(cfg.seed)

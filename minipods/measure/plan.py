@@ -1,11 +1,9 @@
 """Will it fit my GPU? `python -m minipods.plan`: the memory and time of the PODS recipe on one card.
 
-PODS (paper, Section 3) splits a step into two phases that cost different things: generating n
-rollouts per prompt holds the KV cache of the rollouts in flight (at most --gen-batch-size), with no
-gradients; updating on the m kept holds one micro-batch's saved activations, the adapter's gradients
-and the optimizer. Once n and m fill a generate call and a micro-batch, the batch sizes set the peak
-and n and m cost time. Each phase's parts are counted from the architecture (footprint.py) or
-measured on a CPU (activations.py), step times come from costmodel.py; what it prints: docs/gpu.md.
+PODS (paper, Section 3): generation holds the KV cache of the rollouts in flight, the update one
+micro-batch's activations, the adapter's gradients and the optimizer, so past a full generate call and
+micro-batch n and m cost time, not memory. Parts: footprint.py (counted), activations.py (measured on a
+CPU); step times: costmodel.py; output: docs/gpu.md.
 """
 
 from __future__ import annotations
@@ -61,8 +59,7 @@ class PlanConfig:
 
 
 class Recipe(SimpleNamespace):
-    """A fully specified recipe (preset + flags) in RECIPE_FIELDS' names, with n_open and m_open: which
-    of n and m were left open."""
+    """Preset + flags in RECIPE_FIELDS' planner names; n_open / m_open: which of n and m were left open."""
 
 
 def make_recipe(pc: PlanConfig) -> Recipe:
@@ -103,8 +100,7 @@ class ModelTerms:
 
 
 def model_terms(model: str, quantize: str | None, terms_file: str | None = None) -> ModelTerms:
-    """The architecture (meta device) and the measured terms: stored for the known models, else read
-    from `terms_file` (`python scripts/measure_terms.py --models MODEL --output FILE`)."""
+    """The architecture and the measured terms: stored for known models, else read from `terms_file`."""
     import json
 
     cfg = F.model_config(model)
@@ -142,14 +138,14 @@ def _phase(rows: int, parts: list) -> dict:
 
 
 def generation_phase(r: Recipe, t: ModelTerms, n: int, gen_batch: int | None = None) -> dict:
-    """Peak of the inference phase: static parts + the larger of its two moments, the shared prompt
-    prefill and the last decode step (activations.predict_decode)."""
+    """Peak of generation: static parts + the larger of the shared prefill and the last decode step."""
     rows = min(gen_batch or r.gen_batch, r.prompts * n)
     el = t.gen.kv_element_bytes
     g = A.predict_decode(t.gen, t.arch.kv_elements_per_token * el, t.arch.layers, r.prompts, rows, r.prompt_tokens,
                          r.new_tokens, t.arch.vocab, r.quantize)
+    folded = F.weight_bytes(t.arch, None)["linear"]  # fast.inference.folded_copy: the linears once more, bf16
     copy = ("inference copy: none (4-bit policies decode with the adapter unmerged)" if r.quantize == "4bit" else
-            f"inference copy: none on a GPU unless asked (fold_adapter=True: {F.inference_copy_bytes(t.arch) / GIB:.2f} GiB)")
+            f"inference copy: none on a GPU unless asked (fold_adapter=True: {folded / GIB:.2f} GiB)")
     dtype = {4: "float32", 2: "bf16"}.get(el, f"{el} B")
     dec = g["decode_moment"] >= g["prefill_moment"]
     head = g["logits"] > g["growth"] + g["decode_0"]  # the last step peaks at the LM head, not in a layer
@@ -166,15 +162,13 @@ def generation_phase(r: Recipe, t: ModelTerms, n: int, gen_batch: int | None = N
 
 
 def evaluation_phase(r: Recipe, t: ModelTerms, eval_batch: int | None = None) -> dict:
-    """Peak of a greedy evaluation call (minipods.evaluate): eval_batch questions prefilled and decoded at
-    once, one sequence each, eval_tokens long, with the training state (weights, LoRA, optimizer) held."""
+    """Peak of one greedy evaluation call (eval_batch questions at once), the training state held."""
     q = eval_batch or r.eval_batch
     return generation_phase(Recipe(**{**vars(r), "prompts": q, "gen_batch": q, "new_tokens": r.eval_tokens}), t, 1)
 
 
 def update_phase(r: Recipe, t: ModelTerms, m: int, micro_batch: int | None = None) -> dict:
-    """Peak of the update phase: static parts + gradients + the larger of one micro-batch's peak (saved
-    activations + the larger of the backward working set and the log-prob buffer) and the optimizer step."""
+    """Peak of the update: static parts + gradients + the larger of a micro-batch's and the optimizer step's."""
     rows = min(micro_batch or r.micro_batch, r.prompts * m)
     tokens = r.prompt_tokens + r.new_tokens
     u = A.predict_update(t.update[r.ckpt], t.arch.layers, rows, tokens, rows * r.new_tokens, t.arch.vocab,
@@ -199,8 +193,7 @@ def fits(peak: float, pc: PlanConfig) -> bool:
 
 
 def largest_batch(phase, r: Recipe, t: ModelTerms, k: int, pc: PlanConfig, cap: int) -> int:
-    """The largest batch (gen_batch for generation_phase, micro-batch for update_phase) up to `cap` that
-    fits; 0 if none does. Memory grows with the batch, so a bisection finds it."""
+    """The largest batch <= `cap` for which `phase` fits (0: none), by bisection: memory grows with it."""
     lo, hi = 0, cap
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -267,27 +260,6 @@ def _gib(b: float) -> str:
     return f"{b / GIB:.2f}"
 
 
-def breakdown_table(p: dict, pc: PlanConfig) -> str:
-    rows = []
-    for phase in ("generation", "update", "evaluation"):
-        for label, b, counted in p[phase]["parts"]:
-            rows.append([phase, label, _gib(b), "yes" if counted else "no (another moment)"])
-        ok = "fits" if fits(p[phase]["peak"], pc) else "DOES NOT FIT"
-        rows.append([phase, f"**peak** (+ {pc.headroom_gb:g} GiB headroom: {ok} {pc.gpu_gb:g} GiB)",
-                     f"**{_gib(p[phase]['peak'])}**", ""])
-    return format_table(rows, ("phase", "part", "GiB", "at the peak"))
-
-
-def candidates_table(p: dict, pc: PlanConfig) -> str:
-    r = p["recipe"]
-    rows = [[f"{x['n']}{' *' if (x['n'], x['m']) == (r.n, r.m) else ''}", x["m"], x["generation"]["rows"],
-             x["update"]["rows"], _gib(x["generation"]["peak"]), _gib(x["update"]["peak"]), "yes" if x["fits"] else "NO",
-             *((f"{x['grpo_s']:.1f}", f"{x['pods_s']:.1f}", f"{x['break_even']:.2f}") if x["break_even"] else
-               ("unknown",) * 3)] for x in p["rows"]]
-    return format_table(rows, ("n", "m", "in flight", "micro-batch", "generation GiB", "update GiB",
-                               f"fits {pc.gpu_gb:g} GiB", "GRPO s/step (n=m)", "PODS s/step", "break-even gain"))
-
-
 def verdict(p: dict, pc: PlanConfig) -> list[str]:
     """The plain-language end: does the recipe fit, what limits n and m, what a step costs."""
     r, g, u = p["recipe"], p["generation"], p["update"]
@@ -322,10 +294,8 @@ def verdict(p: dict, pc: PlanConfig) -> list[str]:
                f"{_gib(e['peak'])} GiB, " + ("fits." if fits(e["peak"], pc) else "DOES NOT FIT: --eval-batch-size "
                                              f"{p['eval_batch_max'] or 'none'} fits."))
     x = next(x for x in p["rows"] if (x["n"], x["m"]) == (r.n, r.m))
-    if x["break_even"] is None:
-        out.append(f"Time: {p['time_source']}.")
-        return out
-    out.append(f"Time ({p['time_source']}): PODS {r.n} -> {r.m} takes {x['pods_s']:.1f} s per step, GRPO n = m = {r.m} "
+    out.append(f"Time: {p['time_source']}." if x["break_even"] is None else
+               f"Time ({p['time_source']}): PODS {r.n} -> {r.m} takes {x['pods_s']:.1f} s per step, GRPO n = m = {r.m} "
                f"{x['grpo_s']:.1f} s: PODS pays if one of its steps is worth more than {x['break_even']:.2f} GRPO steps.")
     return out
 
@@ -340,7 +310,21 @@ def format_plan(p: dict, pc: PlanConfig) -> str:
             f"{'AdamW 8-bit' if r.optimizer == 'adamw8bit' else 'AdamW 32-bit'}, log-prob chunk {r.chunk}")
     note = ("" if r.ckpt else "\n(no checkpointing: priced as the plain per-row pass; the fast shared-prompt pass "
             "holds less)")
-    return "\n\n".join([head, breakdown_table(p, pc) + note, "candidates (* = the recipe):\n" + candidates_table(p, pc),
+    parts = []
+    for phase in ("generation", "update", "evaluation"):
+        for label, b, counted in p[phase]["parts"]:
+            parts.append([phase, label, _gib(b), "yes" if counted else "no (another moment)"])
+        ok = "fits" if fits(p[phase]["peak"], pc) else "DOES NOT FIT"
+        parts.append([phase, f"**peak** (+ {pc.headroom_gb:g} GiB headroom: {ok} {pc.gpu_gb:g} GiB)",
+                      f"**{_gib(p[phase]['peak'])}**", ""])
+    cands = [[f"{x['n']}{' *' if (x['n'], x['m']) == (r.n, r.m) else ''}", x["m"], x["generation"]["rows"],
+              x["update"]["rows"], _gib(x["generation"]["peak"]), _gib(x["update"]["peak"]),
+              "yes" if x["fits"] else "NO", *((f"{x['grpo_s']:.1f}", f"{x['pods_s']:.1f}", f"{x['break_even']:.2f}")
+                                              if x["break_even"] else ("unknown",) * 3)] for x in p["rows"]]
+    return "\n\n".join([head, format_table(parts, ("phase", "part", "GiB", "at the peak")) + note,
+                        "candidates (* = the recipe):\n" + format_table(cands, (
+                            "n", "m", "in flight", "micro-batch", "generation GiB", "update GiB",
+                            f"fits {pc.gpu_gb:g} GiB", "GRPO s/step (n=m)", "PODS s/step", "break-even gain")),
                         "\n".join(verdict(p, pc))])
 
 

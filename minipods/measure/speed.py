@@ -1,11 +1,9 @@
 """Speed of the two PODS phases against their plain versions, and this machine's limits.
 
-Paper (Section 3): PODS assumes the inference phase is cheap next to the update; that holds only if
-the rollout code runs near what the hardware allows. The second half of the bench's rollout and update
-parts (phases.py), at the --small shape: the fast engine's generate_rollouts against the plain reference
-(HF `generate`), this machine's matmul TFLOP/s and memory GB/s, one decode step's roofline limit and
-the achieved step as "N x the limit" (scripts/decode_step.py takes the step apart); grpo_update's
-shared-prompt pass against its plain pass and a plain PyTorch step. Results: docs/performance.md.
+Paper (Section 3): PODS assumes inference is cheap next to the update, true only if the rollout code
+runs near what the hardware allows. The second half of the bench's rollout and update parts, at the
+--small shape: fast vs plain (HF `generate`) rollouts with the decode step against its roofline limit,
+and grpo_update's log-prob passes against each other. Results: docs/performance.md.
 """
 
 from __future__ import annotations
@@ -20,10 +18,8 @@ from minipods.measure.footprint import kv_shape
 from minipods.model import base_model_of
 
 
-# ---------------------------------------------------------------- machine limits
 def machine_limits(size: int = 1024, mem_mb: int = 256, device: str = "cpu") -> dict:
-    """Measured matmul TFLOP/s (square size x size, bf16 and fp32) and memory read GB/s (sum over a mem_mb
-    buffer, far larger than the caches), best of a few rounds, with this process's torch threads."""
+    """Matmul TFLOP/s (size x size, bf16 and fp32) and memory read GB/s (sum over mem_mb, beyond the caches)."""
     out = {}
     for name, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
         a, b = torch.randn(size, size, device=device).to(dt), torch.randn(size, size, device=device).to(dt)
@@ -48,18 +44,15 @@ def decode_step_cost(n_weights: int, weight_bytes: int, batch: int, layers: int,
 
 
 def roofline(bytes_read: float, flops: float, mem_gbs: float, tflops: float) -> dict:
-    """The roofline limit of one step: it cannot take less than moving its bytes at the measured
-    memory bandwidth, nor less than its FLOPs at the measured matmul rate; the larger is the limit."""
+    """A step's limit: the larger of its bytes at the memory bandwidth and its FLOPs at the matmul rate."""
     t_mem, t_flop = bytes_read / (mem_gbs * 1e9), flops / (tflops * 1e12)
     return {"memory_s": t_mem, "compute_s": t_flop, "limit_s": max(t_mem, t_flop),
             "bound": "memory" if t_mem >= t_flop else "compute"}
 
 
 def decode_roofline(model, batch: int, context: float, limits: dict) -> dict:
-    """roofline() of one decode step of `model` (the network that decodes: the folded copy where
-    generate_rollouts used one) for `batch` rows at `context` cached tokens. Weights: every matrix of the
-    blocks and the LM head as stored (LoRA factors left out, as a folded copy has none); KV cache in the
-    embeddings' dtype; FLOPs at the TFLOP/s of the head's dtype (the matmuls' dtype)."""
+    """roofline() of one decode step of `model` (the network that decodes) for `batch` rows at `context`
+    cached tokens: blocks' matrices and the LM head as stored, no LoRA factors; FLOPs at the head's dtype."""
     cfg, base = model.config, base_model_of(model)
     blocks = base.get_decoder().layers
     mats = [t for n, t in list(blocks.named_parameters()) + list(blocks.named_buffers())
@@ -77,17 +70,14 @@ def decode_roofline(model, batch: int, context: float, limits: dict) -> dict:
             **roofline(bytes_read, flops, limits["mem_gbs"], limits[f"{dtype}_tflops"])}
 
 
-# ---------------------------------------------------------------- rollout: fast vs plain generate
 def _prompts(ctx, cfg) -> list[str]:
-    """cfg.speed_prompts seeded synthetic word problems, chat-formatted (as the --small preset's)."""
     from minipods.data import build_prompt, synthetic_problems
     return [build_prompt(ctx.tok, it["question"]) for it in synthetic_problems(cfg.speed_prompts, seed=cfg.seed)]
 
 
 def part_rollout_speed(ctx, cfg) -> dict:
-    """The fast engine's generate_rollouts vs the plain reference (minipods.rollouts: HF `generate` on the
-    n-times repeated prompts in one batch) at the speed_* shape, alternating speed_rounds times (each
-    after a short warm-up); tokens/s are total real tokens over total seconds of each side."""
+    """Fast generate_rollouts vs plain (minipods.rollouts) at the speed_* shape, alternating speed_rounds
+    times after a warm-up; tokens/s: each side's total tokens over its total seconds."""
     from minipods.fast.rollouts import generate_rollouts as fast_generate
     from minipods.rollouts import generate_rollouts as plain_generate
 
@@ -140,12 +130,9 @@ def rows_rollout_speed(r: dict) -> list[list[str]]:
         ["rollout", "achieved decode step", f"{fmt_s(r['decode_step_s'])} = {r['x_limit']:.1f} x the limit"]]
 
 
-# ---------------------------------------------------------------- update: fast vs plain GRPO step
 def part_update_speed(ctx, cfg) -> dict:
-    """Seconds per update on the first speed_m rollouts of each prompt's speed_n (the update's input at
-    --small) with each log-prob pass of grpo_update: the shared-prompt pass ("fast"), the plain per-row
-    pass ("unshared"), the full-vocabulary log_softmax ("plain"), alternating speed_update_rounds times
-    after a warm-up; SGD with lr 0, so every call sees the same weights."""
+    """Seconds per update on the first speed_m of each prompt's speed_n rollouts with each log-prob pass:
+    shared-prompt ("fast"), per-row ("unshared"), full-vocabulary log_softmax ("plain"); SGD with lr 0."""
     from minipods.fast.rollouts import generate_rollouts
     from minipods.fast.update import shared_logprobs
     from minipods.grpo import grpo_update, naive_token_logprobs, rollout_logprobs
