@@ -2,9 +2,8 @@
 
 Paper: the single-GPU experiments train on GSM8K (train split) and report accuracy on the
 GSM8K test split; the policy is asked to reason and then give its final answer inside
-`<answer>...</answer>` tags (Section 5 / Appendix: single-GPU setting). `load_task` is what
-training and evaluation call: GSM8K from a folder, $MINIPODS_GSM8K_DIR or the hub, or the seeded
-synthetic word problems (not from the paper: an offline stand-in, easy enough for a 135M model).
+`<answer>...</answer>` tags (Section 5 / Appendix: single-GPU setting). The seeded synthetic word
+problems are not from the paper: an offline stand-in, easy enough for a 135M model to get reward.
 """
 
 from __future__ import annotations
@@ -105,8 +104,6 @@ def load_gsm8k(split: str = "train", data_dir: str | os.PathLike | None = None, 
 
 # ---------------------------------------------------------------- synthetic task
 # Seeded, GSM8K-shaped word problems (one or two arithmetic steps, by level) with answers computed here.
-# Not from the paper: an offline stand-in and an easier task on which a 135M model gets
-# non-zero reward often enough for GRPO to have signal.
 _NAMES = ["Ava", "Ben", "Chloe", "Dev", "Emma", "Finn", "Grace", "Hugo", "Iris", "Jon", "Kai", "Lena"]
 _THINGS = ["apples", "books", "marbles", "stickers", "pencils", "cookies", "cards", "shells"]
 
@@ -193,9 +190,8 @@ def synthetic_problems(n: int, seed: int = 0, level: int = 1) -> list[dict]:
 
 
 def synthetic_split(split: str, limit: int | None = None, seed: int = 0, level: int = 1) -> list[dict]:
-    """The synthetic train or test split. The test split is drawn with another seed and skips every
-    question of the train split (SYNTHETIC_TRAIN_SIZE questions with the same seed and level), so
-    held-out questions are never trained on."""
+    """The synthetic train or test split; the test split (another seed) skips every question of the train
+    split of the same seed and level, so held-out questions are never trained on."""
     n = limit if limit is not None else SYNTHETIC_TRAIN_SIZE
     if split == "train":
         return synthetic_problems(n, seed=seed, level=level)
@@ -222,9 +218,8 @@ def print_notice(why: str) -> None:
 
 def load_task(name: str = "gsm8k", split: str = "train", data_dir=None, limit: int | None = None,
               seed: int = 0, fallback: bool = True, notice: bool = True, level: int = 1) -> tuple[list[dict], str]:
-    """(items, the source actually used) of task `name` ("gsm8k" or "synthetic"). With `fallback` a
-    missing GSM8K falls back to the synthetic task (the offline demo still runs). `notice`: print
-    the one-line synthetic-task notice (a caller loading two splits passes it once)."""
+    """(items, the source actually used) of task "gsm8k" (GSM8K from `data_dir`, $MINIPODS_GSM8K_DIR or the
+    hub; missing: the synthetic task with `fallback`) or "synthetic". `notice`: print the synthetic notice."""
     if name == "synthetic":
         items = synthetic_split(split, limit, seed=seed, level=level)  # test never repeats a train question
         if notice:

@@ -19,14 +19,12 @@ CORRECT_REWARD = 1.0
 FORMAT_TAG_REWARD = 0.025
 FORMAT_TAGS = ("<reasoning>", "</reasoning>", "<answer>", "</answer>")
 
-# A number: optional '-', optional '$', digits (with proper thousands commas or
-# none), optional decimal part. ASCII digits only ([0-9], not \d, which would
-# also match e.g. Arabic-Indic digits).
+# A number: optional '-', optional '$', digits (with proper thousands commas or none), optional
+# decimal part. ASCII digits only ([0-9], not \d, which also matches e.g. Arabic-Indic digits).
 _NUMBER = re.compile(r"-?\$?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?")
 _DIGIT = re.compile(r"[0-9]")
 _PLAIN = re.compile(r"(-?)([0-9]*)(?:\.([0-9]*))?")
-# Longest number we accept (characters). Longer digit runs are not plausible
-# answers; rejecting them keeps every regex call on a bounded slice.
+# Longest number accepted (characters): longer runs are no plausible answer; keeps regexes on bounded slices.
 MAX_NUMBER_CHARS = 100
 
 
@@ -79,10 +77,7 @@ def _last_number(text):
 
 
 def _boxed_number(text):
-    """Number inside the last \\boxed{...} (up to the first '}'), else None.
-
-    Nested braces (\\boxed{\\frac{1}{2}}) are not supported: GSM8K answers are plain numbers.
-    """
+    """Number inside the last \\boxed{...} (up to the first '}': GSM8K answers need no nesting), else None."""
     i = text.rfind("\\boxed{")
     if i < 0:
         return None
@@ -115,9 +110,8 @@ def extract_answer(text):
 
 
 def strict_answer(text):
-    """The number of the one well-formed answer block (`<answer>` and `</answer>` once each, in
-    that order), or None: the strict grader. Reporting it beside the lenient `extract_answer` shows
-    how much of an accuracy is formatting."""
+    """The strict grader: the number of the one well-formed answer block (`<answer>` and `</answer>` once
+    each, in that order), or None. Beside the lenient `extract_answer` it shows what formatting costs."""
     if not isinstance(text, str) or text.count("<answer>") != 1 or text.count("</answer>") != 1:
         return None
     start, end = text.find("<answer>"), text.find("</answer>")
@@ -162,8 +156,7 @@ def format_reward(completion):
 
 
 def is_full_format(format_score):
-    """True when a `format_reward` value means all four tags are well placed (0.1, up to float
-    rounding of the 0.025 sum)."""
+    """Whether a `format_reward` value means all four tags are well placed (0.1, up to float rounding)."""
     return format_score >= FORMAT_TAG_REWARD * len(FORMAT_TAGS) - 1e-9
 
 

@@ -10,12 +10,7 @@ Paper, Algorithm 1 (PODS), one iteration per training step (`run_step`):
     5. policy-update phase: one GRPO update on the kept rollouts only (minipods.grpo; with --fast,
        each distinct prompt runs once and rows with advantage 0 are left out: minipods.fast.update).
 `train` repeats it, with evaluation, checkpoints and exact resume around it (minipods.checkpoint).
-The presets are in minipods.presets (docs/training.md has the table).
-
-OUTPUT_DIR holds metrics.jsonl (one row per step), eval/step_NNNNN.jsonl (one row per held-out
-question of each evaluation), learning_curve.png, config.json, checkpoint/ (every `save_every`
-steps and on Ctrl-C) and adapter/ (final). The last line printed compares the first and the last
-evaluation on the same questions, with a paired 95% interval.
+docs/training.md has the presets and what OUTPUT_DIR holds.
 """
 
 from __future__ import annotations
@@ -48,8 +43,7 @@ from minipods.rewards import is_full_format, score_completions
 
 @dataclass
 class TrainConfig:
-    """Every setting of a run. Field help strings become the CLI's --help. A config is validated
-    once, when it is made (`__post_init__`): a TrainConfig that exists is a valid one."""
+    """Every setting of a run (help strings become --help); validated when made, so one that exists is valid."""
     # model
     model: str = setting(DEFAULT_MODEL, "hub id, local HF folder, .gguf file, 'smollm2-135m-instruct' (offline "
                          "default), or 'random:<hub id>' (architecture twin: real shapes, random weights; measuring only)")
@@ -234,25 +228,22 @@ def make_optimizer(model, cfg: TrainConfig, device: str):
 
 
 def _evaluate(model, tok, eval_items, cfg, out: Path, step: int) -> dict:
-    """Greedy accuracy on the held-out questions, one row per question to eval/step_{step:05d}.jsonl
-    (atomic: a kill leaves the whole file or none; a resumed step rewrites it)."""
+    """Greedy accuracy on the held-out questions, one row per question to eval/step_{step:05d}.jsonl."""
     return evaluate_to_file(model, tok, eval_items, eval_path(out, step), batch_size=cfg.eval_batch_size,
                             max_new_tokens=cfg.eval_max_new_tokens or cfg.max_new_tokens,
                             max_prompt_tokens=cfg.max_prompt_tokens, fast=cfg.fast, progress=cfg.progress)
 
 
 def train(cfg: TrainConfig, model=None, tokenizer=None) -> Path:
-    """Run (or resume) training in one process per run folder; returns it. `model`/`tokenizer`: a
-    policy to train (e.g. the tests' tiny model) instead of loading `cfg.model`."""
+    """Run (or resume) training; returns the run folder. `model`/`tokenizer`: train these, not `cfg.model`."""
     out = ckpt_io.prepare_output_dir(Path(cfg.output_dir))
     with ckpt_io.stop_on_os_error(out), ckpt_io.RunLock(out):
         return _train_locked(cfg, out, model, tokenizer)
 
 
 def _restore(ck: dict | None, out: Path, model, optimizer, device: str) -> dict:
-    """The run's counters after checkpoint `ck` ({step, elapsed_s, nonfinite_skips}; zeros for a
-    fresh run), with the adapter, optimizer and RNG restored exactly as they were then. Metrics rows
-    and evaluation files of steps after it (a hard kill) are dropped: those steps run again."""
+    """The counters of checkpoint `ck` (zeros for a fresh run), its adapter, optimizer and RNGs restored;
+    metrics rows and evaluation files of later steps (a hard kill) are dropped: those steps run again."""
     metrics_path = out / "metrics.jsonl"
     state = {"step": 0, "elapsed_s": 0.0, "nonfinite_skips": 0}
     if ck is not None:
@@ -296,9 +287,8 @@ def _progress_bar(cfg: TrainConfig, start: int):
 
 
 def eval_due(cfg: TrainConfig, step: int, before_s: float, after_s: float) -> bool:
-    """Whether to evaluate after `step`, which took training time from before_s to after_s: every
-    eval_every steps, or when the step crossed a multiple of eval_every_s (the first step end at or
-    after each grid time, as the authors' checkpoint callback; late by less than one step)."""
+    """Evaluate after `step` (training time before_s -> after_s)? Every eval_every steps, or when it crossed
+    a multiple of eval_every_s (as the authors' checkpoint callback; late by less than one step)."""
     by_step = cfg.eval_every and step % cfg.eval_every == 0
     by_time = cfg.eval_every_s and math.floor(after_s / cfg.eval_every_s) > math.floor(before_s / cfg.eval_every_s)
     return bool(by_step or by_time)
@@ -352,8 +342,7 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
     finally:
         bar.close()
     ckpt_io.save_adapter(out, model)
-    # the run's last words: learning_curve.png (reward, accuracy, completion length per step) and the
-    # first vs. the last evaluation on the same questions (one line, paired interval)
+    # last words: learning_curve.png and the first vs. the last evaluation on the same questions
     from minipods.learning_curve import plot_learning_curve  # here: matplotlib loads only at the end
     plot_learning_curve(out, out / "learning_curve.png")
     ch = learning_change(out)
