@@ -206,14 +206,10 @@ def synthetic_split(split: str, limit: int | None = None, seed: int = 0, level: 
     return out
 
 
+# printed on stderr, not a Python warning: no file:line, not silenced by warning filters
 SYNTHETIC_NOTICE = "minipods: using the SYNTHETIC word-problem task, not GSM8K: {why}. Results are not comparable with the paper."
 WHY_CHOSEN = ("chosen by --data synthetic (the --small preset's task: SmolLM2-135M almost never solves GSM8K, "
               "so GRPO would see no reward signal)")
-
-
-def print_notice(why: str) -> None:
-    """One line on stderr (not a Python warning: no file:line, not silenced by warning filters)."""
-    print(SYNTHETIC_NOTICE.format(why=why), file=sys.stderr)
 
 
 def load_task(name: str = "gsm8k", split: str = "train", data_dir=None, limit: int | None = None,
@@ -223,7 +219,7 @@ def load_task(name: str = "gsm8k", split: str = "train", data_dir=None, limit: i
     if name == "synthetic":
         items = synthetic_split(split, limit, seed=seed, level=level)  # test never repeats a train question
         if notice:
-            print_notice(WHY_CHOSEN)
+            print(SYNTHETIC_NOTICE.format(why=WHY_CHOSEN), file=sys.stderr)
         return items, "synthetic"
     if name != "gsm8k":
         raise ValueError(f"unknown task {name!r}; expected 'gsm8k' or 'synthetic'")
@@ -233,7 +229,8 @@ def load_task(name: str = "gsm8k", split: str = "train", data_dir=None, limit: i
         if not fallback:
             raise
         if notice:  # here (and only here) the user can act: say how to get GSM8K
-            print_notice(str(e).split(". Hub error")[0].replace("not found. Provide it", "not found; to use it, provide it"))
+            why = str(e).split(". Hub error")[0].replace("not found. Provide it", "not found; to use it, provide it")
+            print(SYNTHETIC_NOTICE.format(why=why), file=sys.stderr)
         return load_task("synthetic", split, limit=limit, seed=seed, notice=False, level=level)[0], \
             "synthetic (GSM8K not found)"
     src = str(data_dir or os.environ.get(ENV_DIR) or f"hub:{HUB_DATASET[0]}")

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from minipods import rollouts
-from minipods.checkpoint import check_adapter, eval_path, eval_steps, read_log, write_rows
+from minipods.checkpoint import check_adapter, write_rows
 from minipods.cli import Parser, add_dataclass_args, check_choices, check_positive, fail, overrides, setting
 from minipods.data import DataNotFoundError, build_prompt, check_level, load_task
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
@@ -128,17 +128,6 @@ def paired_difference(correct_a: list, correct_b: list, z: float = 1.96) -> dict
     return {"n": n, "acc_a": sum(a) / n, "acc_b": sum(b) / n, "diff": (b_only - a_only) / n,
             "ci95": newcombe_paired(both, b_only, a_only, n - both - a_only - b_only, z),
             "p": mcnemar_p(a_only, b_only), "a_only": a_only, "b_only": b_only}
-
-
-def learning_change(run_dir: str | Path) -> dict | None:
-    """paired_difference of a run's first and last evaluation (matched by index); None with fewer than two."""
-    steps = eval_steps(run_dir)
-    if len(steps) < 2:
-        return None
-    first, last = (read_log(eval_path(run_dir, s), drop_torn_tail=False) for s in (steps[0], steps[-1]))
-    later = {r["index"]: r["correct"] for r in last}
-    pairs = [(r["correct"], later[r["index"]]) for r in first if r["index"] in later]
-    return paired_difference([a for a, _ in pairs], [b for _, b in pairs])
 
 
 # ---------------------------------------------------------------- CLI: python -m minipods.evaluate

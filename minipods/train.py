@@ -32,7 +32,7 @@ from minipods.checkpoint import eval_path, eval_steps
 from minipods.cli import Parser, add_dataclass_args, check_choices, check_positive, fail, overrides, setting
 from minipods.data import build_prompt, check_level, load_task
 from minipods.downsample import RULES, select_groups
-from minipods.evaluate import evaluate_to_file, learning_change
+from minipods.evaluate import evaluate_to_file, paired_difference
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.fast.update import fast_grpo_update, update_pricing
 from minipods.grpo import LOSS_TYPES, group_advantages, grpo_update, loss_scaler
@@ -345,8 +345,12 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
     # last words: learning_curve.png and the first vs. the last evaluation on the same questions
     from minipods.learning_curve import plot_learning_curve  # here: matplotlib loads only at the end
     plot_learning_curve(out, out / "learning_curve.png")
-    ch = learning_change(out)
-    if ch is not None:
+    steps = eval_steps(out)
+    if len(steps) >= 2:  # questions matched by index
+        first, last = (ckpt_io.read_log(eval_path(out, s), drop_torn_tail=False) for s in (steps[0], steps[-1]))
+        later = {r["index"]: r["correct"] for r in last}
+        pairs = [(r["correct"], later[r["index"]]) for r in first if r["index"] in later]
+        ch = paired_difference([a for a, _ in pairs], [b for _, b in pairs])
         lo, hi = ch["ci95"]
         print(f"eval accuracy {100 * ch['acc_a']:.1f}% -> {100 * ch['acc_b']:.1f}% ({100 * ch['diff']:+.1f} points, "
               f"paired 95% CI [{100 * lo:+.1f}, {100 * hi:+.1f}], {ch['n']} questions)")
