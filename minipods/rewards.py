@@ -6,10 +6,8 @@ the requested <reasoning>/<answer> tags?):
 
     total_reward = correctness_reward (0 or 1) + format_reward (0 .. 0.1)
 
-Grading is lenient, like the paper's: if the answer block is missing or holds no number we still
-look for `#### N` and finally the last number in the text. Every function is linear-time and
-never raises on a `str`: str.find/rfind locate things, and small regexes (no nested quantifiers)
-run only on bounded slices, so hostile text cannot cause catastrophic backtracking.
+Grading is lenient, like the paper's. Every function is linear-time and never raises on a `str`: small
+regexes (no nested quantifiers) run only on bounded slices, so hostile text cannot cause backtracking.
 """
 
 import re
@@ -87,10 +85,8 @@ def _boxed_number(text):
 
 
 def extract_answer(text):
-    """Final numeric answer of a completion as a normalised string, or None: the last complete
-    <answer> block's (its \\boxed{} number, else its last number); else the first number after the
-    last `####`; else the last \\boxed{} or last number of the text (lenient, as the paper). An
-    unclosed <answer> is not a block; numbers over MAX_NUMBER_CHARS characters count as none."""
+    """Final numeric answer of a completion as a normalised string, or None (docs/training.md, "Rewards",
+    gives the order); an unclosed <answer> is not a block, numbers over MAX_NUMBER_CHARS count as none."""
     if not isinstance(text, str):
         return None
     end = text.rfind("</answer>")

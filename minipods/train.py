@@ -104,8 +104,26 @@ class TrainConfig:
     resume: bool = setting(False, "continue from OUTPUT_DIR/checkpoint")
     progress: bool = setting(True, "show a tqdm progress bar")
 
-    def __post_init__(self):
-        validate(self)
+    def __post_init__(self):  # a setting that cannot work: ValueError, one line naming the flag
+        if self.method not in ("grpo", "pods"):
+            raise ValueError(f"--method must be grpo or pods, got {self.method!r}")
+        check_choices(self, {"rule": RULES, "adv_norm": ("kept", "all"), "data": ("gsm8k", "synthetic"),
+                             "optimizer": ("auto", "adamw", "adamw8bit"), "loss_type": LOSS_TYPES})
+        check_positive(self, ("n", "m", "prompts_per_step", "max_new_tokens", "max_steps", "micro_batch_size",
+                              "update_epochs", "gen_batch_size", "save_every", "logprob_chunk", "lora_r",
+                              "max_prompt_tokens"))
+        if self.m > self.n:
+            raise ValueError(f"--m ({self.m}) must not exceed --n ({self.n})")
+        if self.method == "grpo" and self.m != self.n:
+            raise ValueError(f"--method grpo updates on all rollouts: --m ({self.m}) must equal --n ({self.n})")
+        check_level(self.synthetic_level)
+        check_quantize(self.quantize)
+        if self.lr <= 0 or not math.isfinite(self.lr):
+            raise ValueError(f"--lr must be a positive number, got {self.lr}")
+        if self.temperature <= 0:
+            raise ValueError(f"--temperature must be > 0, got {self.temperature}")
+        if min(self.beta, self.eval_every, self.eval_limit, self.budget_s, self.eval_every_s) < 0:
+            raise ValueError("--beta, --eval-every, --eval-every-s, --eval-limit and --budget-s must be >= 0")
 
 
 def make_config(preset: str | None = None, **overrides) -> TrainConfig:
@@ -121,29 +139,6 @@ def make_config(preset: str | None = None, **overrides) -> TrainConfig:
         k = explicit.get("n", explicit.get("m", values.get("m", TrainConfig.m)))
         values["n"] = values["m"] = k
     return TrainConfig(**values)
-
-
-def validate(cfg: TrainConfig) -> None:
-    """Raise ValueError (one line, naming the flag) for a setting that cannot work."""
-    if cfg.method not in ("grpo", "pods"):
-        raise ValueError(f"--method must be grpo or pods, got {cfg.method!r}")
-    check_choices(cfg, {"rule": RULES, "adv_norm": ("kept", "all"), "data": ("gsm8k", "synthetic"),
-                        "optimizer": ("auto", "adamw", "adamw8bit"), "loss_type": LOSS_TYPES})
-    check_positive(cfg, ("n", "m", "prompts_per_step", "max_new_tokens", "max_steps", "micro_batch_size",
-                         "update_epochs", "gen_batch_size", "save_every", "logprob_chunk", "lora_r",
-                         "max_prompt_tokens"))
-    if cfg.m > cfg.n:
-        raise ValueError(f"--m ({cfg.m}) must not exceed --n ({cfg.n})")
-    if cfg.method == "grpo" and cfg.m != cfg.n:
-        raise ValueError(f"--method grpo updates on all rollouts: --m ({cfg.m}) must equal --n ({cfg.n})")
-    check_level(cfg.synthetic_level)
-    check_quantize(cfg.quantize)
-    if cfg.lr <= 0 or not math.isfinite(cfg.lr):
-        raise ValueError(f"--lr must be a positive number, got {cfg.lr}")
-    if cfg.temperature <= 0:
-        raise ValueError(f"--temperature must be > 0, got {cfg.temperature}")
-    if min(cfg.beta, cfg.eval_every, cfg.eval_limit, cfg.budget_s, cfg.eval_every_s) < 0:
-        raise ValueError("--beta, --eval-every, --eval-every-s, --eval-limit and --budget-s must be >= 0")
 
 
 # ---------------------------------------------------------------- one step of Algorithm 1
