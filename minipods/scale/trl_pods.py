@@ -43,10 +43,8 @@ class PODSGRPOConfig(GRPOConfig):
         "micro-batch trains on per_device_train_batch_size * pods_m / num_generations rows.")})
     pods_rule: str = field(default="max_variance", metadata={"help": (
         "PODS down-sampling rule: 'max_variance' (the paper's: keep the m rewards with the largest variance), "
-        "'max_reward' (the m best) or 'random' (uniform, seeded by `seed` and the step). It sees the reward the "
-        "advantages use (normalize_then_sum: the sum of per-function rewards standardised within the n). "
-        "Unscorable rows and, with mask_truncated_completions, truncated rows are not candidates: kept only to "
-        "fill a group with fewer than m others, with advantage 0 and outside the group's mean and std.")})
+        "'max_reward' (the m best) or 'random' (uniform, seeded by `seed` and the step), on the reward the "
+        "advantages use; unscorable and masked truncated rows only fill a group with fewer than m others.")})
 
     def __post_init__(self):
         super().__post_init__()  # TRL derives steps_per_generation and generation_batch_size here
@@ -75,10 +73,9 @@ def check_pods_config(args, num_processes: int) -> None:
 
 def pods_rewards(rewards_per_func: torch.Tensor, weights: torch.Tensor, n: int, aggregation: str) -> torch.Tensor:
     """(N,) the reward PODS selects on and computes advantages from; NaN where no function scored the row.
-
-    rewards_per_func: (N, K), N = prompts * n, each prompt's n rows contiguous, NaN where a function did not score
-    a row. weights: (K,). `sum_then_normalize`: the weighted sum. `normalize_then_sum`: TRL's aggregate, each
-    function's reward standardised within the prompt's n rows (unbiased std, + 1e-4), then weighted and summed."""
+    rewards_per_func: (N, K), N = prompts * n, each prompt's n rows contiguous, NaN where unscored; weights: (K,).
+    `sum_then_normalize`: the weighted sum. `normalize_then_sum`: TRL's aggregate, each function's reward
+    standardised within the prompt's n rows (unbiased std, + 1e-4), then weighted and summed."""
     unscorable = torch.isnan(rewards_per_func).all(1)
     if aggregation == "sum_then_normalize":
         r = (rewards_per_func * weights).nansum(1)
@@ -93,10 +90,8 @@ def pods_rewards(rewards_per_func: torch.Tensor, weights: torch.Tensor, n: int, 
 
 
 def select_rows(rewards: torch.Tensor, n: int, m: int, rule: str, generator) -> list[int]:
-    """Global rows (each prompt's m in increasing order) that `rule` keeps from every group of n rewards.
-
-    A NaN reward marks a row that cannot teach anything (unscorable, or truncated and masked): the rule chooses
-    among the other rows of its group; NaN rows fill, in order, the slots of a group with fewer than m others."""
+    """Global rows (each prompt's m in increasing order) that `rule` keeps from every group of n rewards. A NaN
+    reward (a row that cannot teach) is no candidate; NaN rows fill, in order, a group with fewer than m others."""
     r = rewards.double().cpu().numpy()
     kept = []
     for start in range(0, r.size, n):
@@ -109,7 +104,6 @@ def select_rows(rewards: torch.Tensor, n: int, m: int, rule: str, generator) -> 
 
 def kept_advantages(rewards: torch.Tensor, m: int, scale_rewards: str, aggregation: str) -> torch.Tensor:
     """(R,) advantages of the kept rows from their `pods_rewards` (R = prompts * m, each prompt's m contiguous).
-
     `sum_then_normalize`: TRL's formula on groups of m instead of n, (r - mean) / (std + 1e-4), std unbiased;
     `scale_rewards` "group" (per group std), "batch" (one std over all kept rows) or "none" (no division).
     `normalize_then_sum` (the per-function standardisation is already in the reward): minus the kept group's
