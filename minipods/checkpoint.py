@@ -130,8 +130,7 @@ def append_row(path: Path, row: dict) -> None:
 
 
 def read_log(path: Path, drop_torn_tail: bool = True) -> list[dict]:
-    """The JSON rows of a metrics file. A last line without its newline that does not parse is a
-    torn append (dropped when `drop_torn_tail`); any other bad line raises RunError."""
+    """A metrics file's JSON rows; a torn last append is dropped (`drop_torn_tail`), any other bad line: RunError."""
     path = Path(path)
     if not path.is_file():
         return []
@@ -347,8 +346,7 @@ def check_adapter(folder: Path) -> Path:
 
 
 def load_checkpoint(out: Path) -> dict | None:
-    """The newest whole checkpoint as {path, state, trainer, adapter}; None if there is none at all,
-    RunError when none can be read."""
+    """The newest whole checkpoint {path, state, trainer, adapter}; None if none, RunError if none is readable."""
     from safetensors.torch import load_file
 
     out = Path(out)

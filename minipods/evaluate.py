@@ -111,8 +111,7 @@ def newcombe_paired(both: int, first_only: int, second_only: int, neither: int,
 
 
 def paired_difference(correct_a: list, correct_b: list, z: float = 1.96) -> dict:
-    """Accuracy of b minus a on the same questions (0/1 each, same order): n, acc_a, acc_b, diff, ci95
-    (Newcombe), p (exact McNemar), a_only, b_only (discordant counts)."""
+    """b's accuracy minus a's on the same questions (0/1 each): n, acc_a, acc_b, diff, ci95, p, a_only, b_only."""
     if len(correct_a) != len(correct_b):
         raise ValueError(f"paired_difference needs the same questions: {len(correct_a)} vs {len(correct_b)} results")
     if any(float(x) not in (0.0, 1.0) for x in list(correct_a) + list(correct_b)):

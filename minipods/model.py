@@ -160,8 +160,7 @@ def load_policy(name_or_path: str = DEFAULT_MODEL, quantize: str | None = None, 
                 lora_alpha: int = 64, lora_dropout: float = 0.0, dtype: str | None = "auto",
                 device: str | None = "auto", gradient_checkpointing: bool = False,
                 adapter: str | None = None, lora: bool = True):
-    """(policy, tokenizer): a peft model with a trainable LoRA adapter (new, or `adapter`'s), or the
-    bare model with lora=False. quantize "4bit": bitsandbytes NF4 + double quantisation."""
+    """(policy, tokenizer): a peft model with a trainable LoRA adapter (new or `adapter`'s); bare if not lora."""
     from transformers import AutoModelForCausalLM
 
     quantize = check_quantize(quantize)

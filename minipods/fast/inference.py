@@ -151,8 +151,7 @@ def _decode_attention(module, query, key, value, attention_mask, scaling: float 
 
 
 def _copy_attention(module, query, key, value, attention_mask, **kwargs):
-    """The inference copy's attention: transformers' SDPA attention on exact float32 upcasts of q, k,
-    v (a CPU's slow bf16 path avoided), decode steps by _decode_attention; cast back to q's dtype."""
+    """SDPA attention on exact float32 upcasts of q, k, v (decode steps: _decode_attention), in q's dtype."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     dtype = query.dtype
@@ -198,8 +197,7 @@ def _fold(m) -> torch.Tensor:
 
 
 def _build_copy(model, layers, upcast: bool, pack: bool, fuse: bool) -> SimpleNamespace:
-    """The base model deep-copied, every tensor shared except the LoRA-targeted linears (and the head, when
-    upcast or packed): the copy's own modules, filled by folded_copy's refresh."""
+    """The base model deep-copied, sharing every tensor but the adapted linears' (and the head's, if upcast/packed)."""
     import copy as _copy
 
     base = model.get_base_model()

@@ -17,8 +17,7 @@ from minipods.rollouts import Rollouts, positions_from_mask
 
 
 def shared_prompt_states(model, mb: Rollouts) -> torch.Tensor | None:
-    """(B, C, H) hidden states predicting the completion tokens, with each distinct prompt run once;
-    None where this does not apply (then the caller runs every row in full)."""
+    """(B, C, H) hidden states predicting the completion tokens, each distinct prompt run once; None: not here."""
     from transformers import DynamicCache
 
     backbone, _ = backbone_and_head(model)
