@@ -93,11 +93,9 @@ def load_gsm8k(split: str = "train", data_dir: str | os.PathLike | None = None, 
         ds = load_dataset(*HUB_DATASET, split=split)
     except Exception as e:  # no network, no cache, no datasets package...
         raise DataNotFoundError(
-            "GSM8K not found. Provide it one of three ways: (1) pass data_dir=/path/to/gsm8k "
-            "(or --data-dir) holding the official train.jsonl/test.jsonl; (2) set "
-            f"{ENV_DIR}=/path/to/gsm8k; (3) let `datasets` download {HUB_DATASET[0]!r} "
-            f"(needs network once). Hub error: {type(e).__name__}: {e}"
-        ) from None
+            "GSM8K not found. Provide it one of three ways: (1) pass data_dir=/path/to/gsm8k (or --data-dir) "
+            f"holding the official train.jsonl/test.jsonl; (2) set {ENV_DIR}=/path/to/gsm8k; (3) let `datasets` "
+            f"download {HUB_DATASET[0]!r} (needs network once). Hub error: {type(e).__name__}: {e}") from None
     rows = ds if limit is None else ds.select(range(min(limit, len(ds))))
     return [_make_item(dict(r), f"{HUB_DATASET[0]}[{split}][{i}]") for i, r in enumerate(rows)]
 

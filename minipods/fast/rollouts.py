@@ -1,12 +1,9 @@
 """The fast rollout engine: `minipods.rollouts.generate_rollouts`'s contract, with less work.
 
-Same `Rollouts` from the same distribution; HF `generate` runs the decode loop. The levers
-(docs/performance.md measures each):
-  * shared prefill: each distinct prompt runs once and its KV cache is copied to its n rows;
-  * inverse-CDF sampling (fast.sampler): one uniform per row and step instead of torch.multinomial;
-  * on CPU, an inference copy with the LoRA adapter folded in (fast.inference), its linears as
-    oneDNN packed weights, q/k/v and gate/up run as one matmul each;
-  * a KV cache that writes each step into room allocated once (fast.cache), not torch.cat.
+Same `Rollouts` from the same distribution; HF `generate` runs the decode loop. The levers (docs/performance.md
+measures each): shared prefill (each distinct prompt runs once, its KV cache copied to its n rows); inverse-CDF
+sampling (fast.sampler); on CPU, an inference copy with the adapter folded in, its linears packed and q/k/v,
+gate/up fused (fast.inference); a KV cache written in place (fast.cache).
 """
 
 from __future__ import annotations
