@@ -80,10 +80,8 @@ def RunLock(out: Path):  # noqa: N802 - a context manager named as the class it 
 @contextlib.contextmanager
 def sigterm_as_interrupt():
     """Treat SIGTERM like Ctrl-C inside the block, so `kill PID` also checkpoints and stops."""
-    def on_term(signum, frame):
-        raise KeyboardInterrupt
     try:
-        old = signal.signal(signal.SIGTERM, on_term)
+        old = signal.signal(signal.SIGTERM, signal.default_int_handler)  # raises KeyboardInterrupt
     except ValueError:  # not the main thread: leave signals alone
         old = None
     try:

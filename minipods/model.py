@@ -69,8 +69,7 @@ def gguf_to_hf(gguf_path: str | os.PathLike, dest: str | os.PathLike | None = No
         kw = dict(gguf_file=gguf_path.name)
         tok = AutoTokenizer.from_pretrained(gguf_path.parent, **kw)
         model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, dtype=torch.float32, **kw)
-        # transformers refuses to save a model it thinks is still GGUF-quantised; it is not
-        # (weights were dequantised on load), so drop the quantiser and its config entry.
+        # transformers refuses to save a model it thinks is GGUF-quantised; it was dequantised on load
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config

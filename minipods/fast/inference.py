@@ -228,8 +228,7 @@ def _build_copy(model, layers, upcast: bool, pack: bool, fuse: bool) -> SimpleNa
         ALL_MASK_ATTENTION_FUNCTIONS.register("minipods_copy_attention", sdpa_mask)  # the masks SDPA takes
         cp.set_attn_implementation("minipods_copy_attention")
     cp.eval()
-    # a plain object, not an nn.Module attribute of the policy: the copy's parameters stay out of
-    # model.parameters(), state_dict() and the optimizer
+    # a plain object, not a submodule of the policy: the copy stays out of its parameters(), state_dict()
     return SimpleNamespace(copy=cp, pairs=pairs, upcast=upcast, pack=pack, fuse=fuse)
 
 

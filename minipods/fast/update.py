@@ -36,11 +36,9 @@ def shared_prompt_states(model, mb: Rollouts) -> torch.Tensor | None:
     layers = plain_layers(out.past_key_values)
     if layers is None:
         return None
-    # every row continues from its prompt's keys/values; indexing keeps the autograd graph, so the
-    # rows' gradients are summed into the one prompt pass. index_select, not keys[inv]: the backward
-    # of advanced indexing (index_put_ with accumulate) adds the rows of one prompt in a thread-timing-
-    # dependent order on a multi-threaded CPU, so seeded runs parted in the last bits
-    # (docs/results.md); index_select's backward (index_add_) adds them in a fixed order.
+    # each row continues from its prompt's keys/values. index_select, not keys[inv]: advanced indexing's
+    # backward (index_put_ with accumulate) adds one prompt's rows in a thread-timing-dependent order on a
+    # multi-threaded CPU (seeded runs parted in the last bits); index_add_ adds them in a fixed order.
     rows = DynamicCache(ddp_cache_data=[(layer.keys.index_select(0, inv), layer.values.index_select(0, inv))
                                         for layer in layers])
     h_c = backbone(input_ids=ids[:, P:], attention_mask=am, position_ids=pos[:, P:], past_key_values=rows,

@@ -12,8 +12,7 @@ from pathlib import Path
 import torch
 
 TWIN_PREFIX = "random:"
-# The fields of the public config.json files (https://huggingface.co/<id>/blob/main/config.json),
-# the same for the three Qwen2.5 Instruct models below except the sizes in TWIN_CONFIGS.
+# Fields of the public config.json files (https://huggingface.co/<id>/blob/main/config.json), sizes aside.
 _QWEN25 = dict(architectures=["Qwen2ForCausalLM"], model_type="qwen2", attention_dropout=0.0, bos_token_id=151643,
                eos_token_id=151645, hidden_act="silu", initializer_range=0.02, max_position_embeddings=32768,
                num_key_value_heads=2, rms_norm_eps=1e-6, rope_theta=1000000.0, sliding_window=32768,
