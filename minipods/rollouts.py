@@ -148,7 +148,7 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
     do_sample=False decodes greedily (evaluation). batch_size: sequences per `generate` call, which
     bounds memory; greedy completions do not depend on it, sampled ones follow the same distribution
     for any batch_size (not the same draws: the chunks take torch's global RNG in turn).
-    max_prompt_tokens: longer prompts keep their last this-many tokens (`encode_prompts`; paper: 512)."""
+    max_prompt_tokens: longer prompts are cut on the left (`encode_prompts`; paper: 512)."""
     # each prompt n times, group-major (B = G * n rows): left-padded (B, P) ids and mask, group (B,)
     _, _, prompt_ids, prompt_mask, group = repeat_prompts(tokenizer, prompts, n, max_prompt_tokens)
     B, P = prompt_ids.shape

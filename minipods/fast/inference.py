@@ -62,8 +62,7 @@ class PackedLinear(torch.nn.Module):
         return self.packed
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = torch.ops.mkldnn._linear_pointwise(x.float(), self.packed, self.bias, "none", [], "")
-        return y.to(x.dtype)
+        return torch.ops.mkldnn._linear_pointwise(x.float(), self.packed, self.bias, "none", [], "").to(x.dtype)
 
 
 class PackedGroup:
