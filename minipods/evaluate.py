@@ -85,8 +85,7 @@ def wilson_interval(k: float, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def mcnemar_p(a_only: int, b_only: int) -> float:
-    """Exact two-sided McNemar p-value: under "no difference" each discordant question goes either
-    way with probability 1/2; p = 2 P(X <= min) for X ~ Binomial(a_only + b_only, 1/2), at most 1."""
+    """Exact two-sided McNemar p-value: 2 P(X <= min) for X ~ Binomial(a_only + b_only, 1/2), at most 1."""
     d, k = a_only + b_only, min(a_only, b_only)
     return 1.0 if d == 0 else min(1.0, 2 * sum(math.comb(d, j) for j in range(k + 1)) / 2 ** d)
 

@@ -2,10 +2,8 @@
 
 Paper (Section 3, the inference phase of PODS): for each prompt the policy samples n rollouts;
 this phase is embarrassingly parallel and light on memory (no activations are kept for backward),
-so it is cheap to make n large. Every prompt is repeated n times and all n*P sequences go through
-`generate` in chunks of `batch_size`, left-padded (each prompt ends where its completion begins),
-each completion kept up to and including its first EOS. `minipods.fast.rollouts` samples the same
-distribution faster behind the same contract (train uses it unless --no-fast).
+so it is cheap to make n large. All n*P sequences go through `generate` in chunks of `batch_size`.
+`minipods.fast.rollouts` samples the same distribution faster behind the same contract (unless --no-fast).
 
 Layout of the returned batch (B = len(prompts) * n, group-major: prompt 0's n samples first):
     prompt_ids       (B, P)  left-padded prompt tokens

@@ -11,13 +11,10 @@ import torch
 
 
 def sample_inverse_cdf(weights: torch.Tensor, u: torch.Tensor, block: int = 128) -> torch.Tensor:
-    """(B,) token ids drawn from the rows of `weights` (B, V), unnormalised and >= 0, by inverse CDF.
-
-    u (B,): uniforms in [0, 1). Row b returns the first index whose cumulative weight exceeds
-    u_b * total_b, so a token is drawn with probability weight / total and a zero-weight token
-    never. Two levels keep it cheap and accurate: cumulative sums of blocks of `block` tokens
-    (in float64) pick the block, then a cumulative sum inside that one block picks the token.
-    """
+    """(B,) token ids drawn from the rows of `weights` (B, V), unnormalised and >= 0, with uniforms u (B,)
+    in [0, 1): the first index whose cumulative weight exceeds u_b * total_b (a zero-weight token never).
+    Two levels keep it cheap and accurate: float64 cumulative sums of blocks of `block` tokens pick the
+    block, then a cumulative sum inside that block picks the token."""
     B, V = weights.shape
     nb = -(-V // block)
     w = weights if nb * block == V else torch.nn.functional.pad(weights, (0, nb * block - V))

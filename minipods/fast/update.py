@@ -58,8 +58,7 @@ def shared_logprobs(model, mb: Rollouts, temperature: float = 1.0, chunk_tokens:
 
 
 def update_pricing(fast: bool, skip_silent: bool, beta: float) -> str:
-    """What a run's update seconds paid for: "skip_silent" (rows with advantage 0 left out, exact only
-    at beta 0 and only in this fast update) or "every_row" (every kept row's forward and backward)."""
+    """What update_s paid for: "skip_silent" (advantage-0 rows left out: this update at beta 0) or "every_row"."""
     return "skip_silent" if fast and skip_silent and beta == 0 else "every_row"
 
 

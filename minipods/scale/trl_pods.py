@@ -3,12 +3,10 @@
 Paper (Xu et al., "Not All Rollouts are Useful", TMLR 2026), Algorithm 1, on top of TRL 1.16; docs/scale.md
 has the user's side (settings, the 8-GPU command, what differs from `python -m minipods.train`).
 
-Where it hooks in: the dict TRL's `_generate_and_score_completions` returns (before `_prepare_inputs` splits it
-into micro-batches) keeps m rows per prompt, selected on the reward the advantages use (`pods_rewards`), in every
-per-row tensor (ids, masks, old / reference / vLLM log-probs, importance ratios, tool mask), with `advantages`
-recomputed within the kept m (`kept_advantages`) and `num_items_in_batch` recounted: TRL's loss, backward and
-optimizer step see only the kept rows. Rewards are gathered from all processes, so every process selects the same
-rows of the global batch and keeps its own slice. Evaluation is stock GRPO; image inputs are refused.
+Where it hooks in: the dict TRL's `_generate_and_score_completions` returns keeps, in every per-row tensor, the m
+rows per prompt selected on the reward the advantages use (`pods_rewards`), with `advantages` recomputed within
+the kept m (`kept_advantages`) and `num_items_in_batch` recounted: TRL's loss, backward and optimizer step see only
+the kept rows. Every process selects the same rows of the gathered global batch and keeps its own slice.
 """
 
 from __future__ import annotations
