@@ -27,10 +27,9 @@ from minipods.rewards import extract_answer, is_full_format, score_completions, 
 def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 256, batch_size: int = 32,
                    samples: int = 1, temperature: float = 0.0, max_prompt_tokens: int | None = None,
                    progress: bool = False, fast: bool = True) -> dict:
-    """Accuracy of `model` on `items` ({question, gold}); greedy when temperature == 0. batch_size bounds
-    memory (greedy results do not depend on it). Returns accuracy (lenient, as the training reward) and
-    strict_accuracy (only inside a well-formed <answer> block), each with ci95 / strict_ci95, format_rate,
-    seconds, tokens, and per-question `rows` (question, gold, completions, extracted, correct, strict)."""
+    """Accuracy of `model` on `items` ({question, gold}), greedy when temperature == 0: accuracy (lenient) and
+    strict_accuracy, with ci95 / strict_ci95, format_rate, seconds, tokens, and per-question `rows` (question,
+    gold, completions, extracted, correct, strict). batch_size bounds memory (greedy results do not depend on it)."""
     if not items:
         raise ValueError("no evaluation items")
     greedy = temperature <= 0

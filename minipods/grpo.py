@@ -61,9 +61,8 @@ def backbone_and_head(model):
 
 def logprobs_from_states(model, h: torch.Tensor, completion_ids: torch.Tensor, completion_mask: torch.Tensor,
                          temperature: float = 1.0, chunk_tokens: int = 512) -> torch.Tensor:
-    """(B, C) log-probs of the completion tokens from h (B, C, H), the hidden state that predicts each
-    of them; 0 where completion_mask is 0. Logits only for the N real tokens, `chunk_tokens` at a time
-    (peak extra memory ~ chunk_tokens x vocab floats), recomputed in backward instead of stored."""
+    """(B, C) log-probs of the completion tokens from h (B, C, H), the hidden state that predicts each of
+    them; 0 where completion_mask is 0. Logits `chunk_tokens` at a time (see Memory above)."""
     device = h.device
     cmask = completion_mask.to(device).bool()
     h_valid, y_valid = h[cmask], completion_ids.to(device)[cmask]  # (N, H), (N,)

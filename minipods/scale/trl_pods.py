@@ -36,9 +36,9 @@ class PODSGRPOConfig(GRPOConfig):
     """[`~trl.GRPOConfig`] plus PODS down-sampling: `pods_m` (the paper's m; n is `num_generations`), `pods_rule`."""
 
     pods_m: int | None = field(default=None, metadata={"help": (
-        "Number of the `num_generations` rollouts per prompt kept for the policy update (PODS's m). Must be in "
-        "[2, num_generations]; `None` keeps all (stock GRPO). Batch sizes count generated rollouts, so each "
-        "micro-batch trains on per_device_train_batch_size * pods_m / num_generations rows.")})
+        "Rollouts per prompt kept for the update (PODS's m), in [2, num_generations]; `None` keeps all (stock "
+        "GRPO). Batch sizes count generated rollouts: a micro-batch trains on per_device_train_batch_size * "
+        "pods_m / num_generations rows.")})
     pods_rule: str = field(default="max_variance", metadata={"help": (
         "PODS down-sampling rule: 'max_variance' (the paper's: keep the m rewards with the largest variance), "
         "'max_reward' (the m best) or 'random' (uniform, seeded by `seed` and the step), on the reward the "
