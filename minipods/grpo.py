@@ -32,10 +32,9 @@ from minipods.rollouts import Rollouts, positions_from_mask
 
 # ---------------------------------------------------------------- advantages
 def group_advantages(rewards: torch.Tensor, group: torch.Tensor, eps: float = 1e-4) -> torch.Tensor:
-    """(B,) advantages: each reward standardised within its group (rows sharing `group`), with the
-    unbiased std (as DeepSeekMath and TRL). A group of equal rewards gets exactly 0, decided by
-    max == min, not std > 0: the float32 mean of sixteen 0.1s is off by one ulp, so their std is
-    ~1e-8 and (r - mean) / (std + eps) would hand the group a spurious -7e-5."""
+    """(B,) advantages: each reward standardised within its group (rows sharing `group`), unbiased std (as
+    DeepSeekMath and TRL). Equal rewards get exactly 0, decided by max == min, not std > 0: the float32 mean
+    of sixteen 0.1s is off by one ulp, so (r - mean) / (std + eps) would hand the group a spurious -7e-5."""
     rewards = rewards.float()
     adv = torch.zeros_like(rewards)
     for g in group.unique():
@@ -161,9 +160,8 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
 
 # ---------------------------------------------------------------- one update
 def loss_scaler(model):
-    """A dynamic loss scaler (torch.amp.GradScaler) when the policy computes in float16, else None:
-    fp16's smallest normal is 6e-5, and the gradient of a loss averaged over ~38K tokens, flowing
-    back through fp16 activations, falls below it."""
+    """A torch.amp.GradScaler when the policy computes in float16, else None: fp16's smallest normal is 6e-5,
+    and the gradient of a loss averaged over ~38K tokens, flowing back through fp16 activations, falls below it."""
     base = base_model_of(model)
     dtypes = {getattr(m, "compute_dtype", None) for m in base.modules()} | {base.dtype}  # 4-bit: compute_dtype
     if torch.float16 not in dtypes:

@@ -137,9 +137,8 @@ def correctness_reward(completion, gold):
 
 
 def format_reward(completion):
-    """FORMAT_TAG_REWARD (0.025) per well-placed tag of FORMAT_TAGS, so 0 .. 0.1: tag i is well
-    placed when it occurs exactly once and, for i > 0, tag i-1 also occurs exactly once before it
-    (a missing </reasoning> costs that tag and <answer>: 0.05 left)."""
+    """FORMAT_TAG_REWARD (0.025) per well-placed tag of FORMAT_TAGS (docs/training.md, "Rewards"), 0 .. 0.1:
+    a missing </reasoning> costs that tag and <answer>, 0.05 left."""
     if not isinstance(completion, str):
         return 0.0
     score, prev = 0.0, None  # prev: position of tag i-1 if it occurs exactly once

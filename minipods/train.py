@@ -65,8 +65,7 @@ class TrainConfig:
     # data and generation
     data: str = setting("gsm8k", "gsm8k | synthetic (seeded easy word problems; also the fallback when GSM8K is missing)")
     data_dir: str | None = setting(None, "folder with GSM8K train.jsonl/test.jsonl (else $MINIPODS_GSM8K_DIR, else the hub)")
-    synthetic_level: int = setting(1, "synthetic task difficulty: 0 (one single-digit +/-), 1 (one step, numbers "
-                                      "up to 40), 2 (two steps)")
+    synthetic_level: int = setting(1, "synthetic task difficulty: 0 (single-digit +/-), 1 (one step), 2 (two steps)")
     prompts_per_step: int = setting(8, "questions per training step")
     max_prompt_tokens: int = setting(512, "prompts are left-truncated to this many tokens (paper: 512)")
     max_new_tokens: int = setting(512, "completion length limit (paper: 512)")
