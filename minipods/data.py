@@ -237,8 +237,7 @@ def load_task(name: str = "gsm8k", split: str = "train", data_dir=None, limit: i
 
 # ---------------------------------------------------------------- prompts
 def build_prompt(tokenizer, question: str, system_prompt: str = SYSTEM_PROMPT) -> str:
-    """The prompt text for one question: the tokenizer's chat template with a system and a user
-    turn and the assistant header appended; plain text for tokenizers without a template."""
+    """One question as a system + user chat turn with the assistant header (plain text without a template)."""
     if getattr(tokenizer, "chat_template", None):
         messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": question}]
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

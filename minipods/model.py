@@ -100,9 +100,8 @@ def resolve_model(name_or_path: str) -> str:
 
 
 def pick_dtype(dtype: str | None, device: str) -> torch.dtype:
-    """'auto': on CUDA bf16 where the chosen card computes it natively (compute capability >= 8.0),
-    else fp16 (T4, V100: is_bf16_supported() says True there by emulation, and bitsandbytes' 4-bit
-    kernels are fp16-only). fp32 on CPU: the same numbers on every CPU."""
+    """'auto': bf16 on CUDA from compute capability 8.0, else fp16 (T4, V100 emulate bf16; bitsandbytes'
+    4-bit kernels are fp16-only); fp32 on CPU, for the same numbers on every CPU."""
     table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
              "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
     if dtype in (None, "auto"):
