@@ -1,10 +1,7 @@
-"""Run-folder bookkeeping: checkpoints, RNG states, the metrics log, one process per folder.
+"""Run-folder bookkeeping (not from the paper): checkpoints, RNG states, the metrics log, one process per folder.
 
-Not part of the paper; it is what makes a long RL run safe to stop (docs/training.md, "Outputs", says
-what each file holds and what is refused). Every write is atomic (temp file or folder, fsync, rename)
-or an fsynced append, so a kill at any instant (tests/test_faults.py kills a run at every
-`fault_point`) leaves at least one whole checkpoint; a run folder is data, never code, and anything
-else is refused with one line (`Refused`, `RunError`); a failed write stops the run with one line.
+docs/training.md ("Outputs") says what each file holds. Every write is atomic or an fsynced append, so a
+kill at any `fault_point` leaves a whole checkpoint; a run folder is data, never code (else `Refused`).
 """
 
 from __future__ import annotations
@@ -58,8 +55,7 @@ def prepare_output_dir(out: Path) -> Path:
 
 @contextlib.contextmanager
 def RunLock(out: Path):  # noqa: N802 - a context manager named as the class it was
-    """Exclusive lock on a run folder for the life of the block (`with RunLock(out): ...`): an
-    flock on OUTPUT_DIR/.lock, released by the kernel when the process dies."""
+    """`with RunLock(out):` an flock on OUTPUT_DIR/.lock (the kernel releases it if the process dies)."""
     import fcntl
 
     path = Path(out) / LOCK_FILE
@@ -84,10 +80,8 @@ def RunLock(out: Path):  # noqa: N802 - a context manager named as the class it 
 @contextlib.contextmanager
 def sigterm_as_interrupt():
     """Treat SIGTERM like Ctrl-C inside the block, so `kill PID` also checkpoints and stops."""
-    def on_term(signum, frame):
-        raise KeyboardInterrupt
     try:
-        old = signal.signal(signal.SIGTERM, on_term)
+        old = signal.signal(signal.SIGTERM, signal.default_int_handler)  # raises KeyboardInterrupt
     except ValueError:  # not the main thread: leave signals alone
         old = None
     try:
@@ -124,8 +118,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def append_row(path: Path, row: dict) -> None:
-    """Append one JSON line and make it durable before returning (a kill during the write can leave
-    a torn last line: `read_log` drops it)."""
+    """Append one JSON line, durable on return (a kill mid-write leaves a torn line: `read_log` drops it)."""
     line = json.dumps(row) + "\n"
     fault_point("append_row")
     with Path(path).open("a") as f:
@@ -135,8 +128,7 @@ def append_row(path: Path, row: dict) -> None:
 
 
 def read_log(path: Path, drop_torn_tail: bool = True) -> list[dict]:
-    """The JSON rows of a metrics file. A last line without its newline that does not parse is a
-    torn append (dropped when `drop_torn_tail`); any other bad line raises RunError."""
+    """A metrics file's JSON rows; a torn last append is dropped (`drop_torn_tail`), any other bad line: RunError."""
     path = Path(path)
     if not path.is_file():
         return []
@@ -174,8 +166,7 @@ def eval_steps(run_dir: str | Path) -> list[int]:
 
 # ---------------------------------------------------------------- RNG
 def rng_state() -> dict:
-    """Every RNG's state as plain values, exact and loadable with `torch.load(weights_only=True)`
-    (which refuses numpy arrays and Python objects)."""
+    """Every RNG's state as plain values (what `torch.load(weights_only=True)` accepts)."""
     version, internal, gauss_next = random.getstate()
     kind, key, pos, has_gauss, cached = np.random.get_state(legacy=True)
     st = {"torch": torch.get_rng_state(),
@@ -203,8 +194,7 @@ ADAPTER_WEIGHTS = "adapter_model.safetensors"
 
 @contextlib.contextmanager
 def stop_on_os_error(out: Path):
-    """An OSError inside the block (a full disk, a lost mount) becomes a one-line RunError naming the
-    folder and the error; what was written before it is whole, for --resume."""
+    """An OSError inside the block (a full disk, a lost mount) becomes a one-line RunError."""
     try:
         yield
     except OSError as e:
@@ -239,9 +229,8 @@ def save_adapter(out: Path, model) -> Path:
 
 
 def save_checkpoint(out: Path, model, optimizer, state: dict) -> Path:
-    """Write OUTPUT_DIR/checkpoint atomically: LoRA adapter, optimizer + RNG states, and state.json
-    (step, elapsed time, ...), built in checkpoint.tmp then swapped in by renames (the previous one
-    survives as checkpoint.old until the new one is in place)."""
+    """OUTPUT_DIR/checkpoint (adapter, trainer.pt, state.json), built in checkpoint.tmp and swapped in
+    by renames (the previous one survives as checkpoint.old until the new one is in place)."""
     for p in model.parameters():
         if p.requires_grad and not torch.isfinite(p).all():
             raise RuntimeError("refusing to checkpoint non-finite adapter weights")
@@ -297,8 +286,7 @@ def _read_state(path: Path) -> dict:
 
 
 def load_trainer(path: Path) -> dict:
-    """trainer.pt as {optimizer, rng}, never running code from it: a pickle naming any class or
-    function is refused (the scan runs nothing), then it loads with weights_only=True."""
+    """trainer.pt as {optimizer, rng}; a pickle naming any class or function is refused unrun."""
     try:
         names = set(torch.serialization.get_unsafe_globals_in_checkpoint(path))
     except Exception as e:  # noqa: BLE001 - not a torch.save zip file (a raw pickle, a torn or foreign file)
@@ -325,14 +313,13 @@ def _check_trainer(trainer: dict) -> None:
     ints = [py["version"], *py["internal"], *npy["key"], npy["pos"], npy["has_gauss"]]
     if not all(type(v) is int for v in ints) or len(npy["key"]) != 624 or not isinstance(npy["kind"], str):
         raise TypeError("Python/numpy RNG state is not plain whole numbers")
-    if not (py["gauss_next"] is None or isinstance(py["gauss_next"], float)) or \
-            not isinstance(npy["cached_gaussian"], float):
+    gauss, cached = py["gauss_next"], npy["cached_gaussian"]
+    if not (gauss is None or isinstance(gauss, float)) or not isinstance(cached, float):
         raise TypeError("RNG gaussian state is not a float")
 
 
 def check_adapter(folder: Path) -> Path:
-    """`folder`'s adapter weights, refused (Refused, one line) unless they are a safetensors file and
-    adapter_config.json a JSON object: a pickled adapter_model.bin is never handed to peft."""
+    """`folder`'s safetensors adapter weights (with adapter_config.json a JSON object), else Refused."""
     folder, weights = Path(folder), Path(folder) / ADAPTER_WEIGHTS
     if not weights.is_file():
         pickles = sorted(p.name for p in folder.glob("*") if p.suffix in (".bin", ".pt", ".pth", ".pkl", ".ckpt"))
@@ -357,8 +344,7 @@ def check_adapter(folder: Path) -> Path:
 
 
 def load_checkpoint(out: Path) -> dict | None:
-    """The newest whole checkpoint of a run folder as {path, state, trainer, adapter}, None if the
-    folder has none at all; RunError when checkpoints exist but none can be read."""
+    """The newest whole checkpoint {path, state, trainer, adapter}; None if none, RunError if none is readable."""
     from safetensors.torch import load_file
 
     out = Path(out)

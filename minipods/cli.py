@@ -1,6 +1,5 @@
-"""One command-line helper for every minipods CLI: a dataclass of `setting(default, help)` fields
-becomes a parser (`add_dataclass_args`) whose flags default to None, so `overrides` returns exactly
-what the user typed, to lay over a preset. A bad argument is one line `PROG: error: WHAT` and exit 2.
+"""Command-line helpers: `setting(default, help)` fields become flags defaulting to None, so `overrides` is
+exactly what the user typed (laid over a preset); a bad argument is one line `PROG: error: WHAT`, exit 2.
 """
 
 from __future__ import annotations

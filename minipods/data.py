@@ -2,9 +2,8 @@
 
 Paper: the single-GPU experiments train on GSM8K (train split) and report accuracy on the
 GSM8K test split; the policy is asked to reason and then give its final answer inside
-`<answer>...</answer>` tags (Section 5 / Appendix: single-GPU setting). `load_task` is what
-training and evaluation call: GSM8K from a folder, $MINIPODS_GSM8K_DIR or the hub, or the seeded
-synthetic word problems (not from the paper: an offline stand-in, easy enough for a 135M model).
+`<answer>...</answer>` tags (Section 5 / Appendix: single-GPU setting). The seeded synthetic word
+problems are not from the paper: an offline stand-in, easy enough for a 135M model to get reward.
 """
 
 from __future__ import annotations
@@ -94,19 +93,15 @@ def load_gsm8k(split: str = "train", data_dir: str | os.PathLike | None = None, 
         ds = load_dataset(*HUB_DATASET, split=split)
     except Exception as e:  # no network, no cache, no datasets package...
         raise DataNotFoundError(
-            "GSM8K not found. Provide it one of three ways: (1) pass data_dir=/path/to/gsm8k "
-            "(or --data-dir) holding the official train.jsonl/test.jsonl; (2) set "
-            f"{ENV_DIR}=/path/to/gsm8k; (3) let `datasets` download {HUB_DATASET[0]!r} "
-            f"(needs network once). Hub error: {type(e).__name__}: {e}"
-        ) from None
+            "GSM8K not found. Provide it one of three ways: (1) pass data_dir=/path/to/gsm8k (or --data-dir) "
+            f"holding the official train.jsonl/test.jsonl; (2) set {ENV_DIR}=/path/to/gsm8k; (3) let `datasets` "
+            f"download {HUB_DATASET[0]!r} (needs network once). Hub error: {type(e).__name__}: {e}") from None
     rows = ds if limit is None else ds.select(range(min(limit, len(ds))))
     return [_make_item(dict(r), f"{HUB_DATASET[0]}[{split}][{i}]") for i, r in enumerate(rows)]
 
 
 # ---------------------------------------------------------------- synthetic task
 # Seeded, GSM8K-shaped word problems (one or two arithmetic steps, by level) with answers computed here.
-# Not from the paper: an offline stand-in and an easier task on which a 135M model gets
-# non-zero reward often enough for GRPO to have signal.
 _NAMES = ["Ava", "Ben", "Chloe", "Dev", "Emma", "Finn", "Grace", "Hugo", "Iris", "Jon", "Kai", "Lena"]
 _THINGS = ["apples", "books", "marbles", "stickers", "pencils", "cookies", "cards", "shells"]
 
@@ -193,9 +188,8 @@ def synthetic_problems(n: int, seed: int = 0, level: int = 1) -> list[dict]:
 
 
 def synthetic_split(split: str, limit: int | None = None, seed: int = 0, level: int = 1) -> list[dict]:
-    """The synthetic train or test split. The test split is drawn with another seed and skips every
-    question of the train split (SYNTHETIC_TRAIN_SIZE questions with the same seed and level), so
-    held-out questions are never trained on."""
+    """The synthetic train or test split; the test split (another seed) skips every question of the train
+    split of the same seed and level, so held-out questions are never trained on."""
     n = limit if limit is not None else SYNTHETIC_TRAIN_SIZE
     if split == "train":
         return synthetic_problems(n, seed=seed, level=level)
@@ -210,25 +204,20 @@ def synthetic_split(split: str, limit: int | None = None, seed: int = 0, level: 
     return out
 
 
+# printed on stderr, not a Python warning: no file:line, not silenced by warning filters
 SYNTHETIC_NOTICE = "minipods: using the SYNTHETIC word-problem task, not GSM8K: {why}. Results are not comparable with the paper."
 WHY_CHOSEN = ("chosen by --data synthetic (the --small preset's task: SmolLM2-135M almost never solves GSM8K, "
               "so GRPO would see no reward signal)")
 
 
-def print_notice(why: str) -> None:
-    """One line on stderr (not a Python warning: no file:line, not silenced by warning filters)."""
-    print(SYNTHETIC_NOTICE.format(why=why), file=sys.stderr)
-
-
 def load_task(name: str = "gsm8k", split: str = "train", data_dir=None, limit: int | None = None,
               seed: int = 0, fallback: bool = True, notice: bool = True, level: int = 1) -> tuple[list[dict], str]:
-    """(items, the source actually used) of task `name` ("gsm8k" or "synthetic"). With `fallback` a
-    missing GSM8K falls back to the synthetic task (the offline demo still runs). `notice`: print
-    the one-line synthetic-task notice (a caller loading two splits passes it once)."""
+    """(items, the source actually used) of task "gsm8k" (GSM8K from `data_dir`, $MINIPODS_GSM8K_DIR or the
+    hub; missing: the synthetic task with `fallback`) or "synthetic". `notice`: print the synthetic notice."""
     if name == "synthetic":
         items = synthetic_split(split, limit, seed=seed, level=level)  # test never repeats a train question
         if notice:
-            print_notice(WHY_CHOSEN)
+            print(SYNTHETIC_NOTICE.format(why=WHY_CHOSEN), file=sys.stderr)
         return items, "synthetic"
     if name != "gsm8k":
         raise ValueError(f"unknown task {name!r}; expected 'gsm8k' or 'synthetic'")
@@ -238,7 +227,8 @@ def load_task(name: str = "gsm8k", split: str = "train", data_dir=None, limit: i
         if not fallback:
             raise
         if notice:  # here (and only here) the user can act: say how to get GSM8K
-            print_notice(str(e).split(". Hub error")[0].replace("not found. Provide it", "not found; to use it, provide it"))
+            why = str(e).split(". Hub error")[0].replace("not found. Provide it", "not found; to use it, provide it")
+            print(SYNTHETIC_NOTICE.format(why=why), file=sys.stderr)
         return load_task("synthetic", split, limit=limit, seed=seed, notice=False, level=level)[0], \
             "synthetic (GSM8K not found)"
     src = str(data_dir or os.environ.get(ENV_DIR) or f"hub:{HUB_DATASET[0]}")
@@ -247,8 +237,7 @@ def load_task(name: str = "gsm8k", split: str = "train", data_dir=None, limit: i
 
 # ---------------------------------------------------------------- prompts
 def build_prompt(tokenizer, question: str, system_prompt: str = SYSTEM_PROMPT) -> str:
-    """The prompt text for one question: the tokenizer's chat template with a system and a user
-    turn and the assistant header appended; plain text for tokenizers without a template."""
+    """One question as a system + user chat turn with the assistant header (plain text without a template)."""
     if getattr(tokenizer, "chat_template", None):
         messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": question}]
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

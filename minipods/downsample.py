@@ -1,11 +1,9 @@
 """PODS down-sampling rules: choose m of the n scored rollouts to train on.
 
-PODS (Xu et al., "Not All Rollouts are Useful", TMLR 2026) generates n
-rollouts per prompt (cheap, parallel inference) but updates the policy on only
-m < n of them (expensive, memory-bound training). Section 3 of the paper picks
-the subset with the largest reward variance ("max-variance down-sampling"),
-which keeps a strong, contrastive learning signal for GRPO's group-normalised
-advantages. Baselines: max-reward (keep the best m) and a uniform random m.
+PODS (Xu et al., "Not All Rollouts are Useful", TMLR 2026) generates n rollouts per prompt (cheap,
+parallel inference) but updates the policy on only m < n of them (expensive, memory-bound training).
+Section 3 keeps the subset with the largest reward variance ("max-variance down-sampling"): a strong,
+contrastive signal for GRPO's group-normalised advantages. Baselines: the best m, a uniform random m.
 
 Max-variance problem: given rewards r_1..r_n and m, find S with |S| = m that
 maximises the population variance of {r_i : i in S}. Brute force is C(n, m).

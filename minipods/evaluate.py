@@ -1,12 +1,8 @@
 """Evaluation: batched accuracy on GSM8K test questions (`python -m minipods.evaluate`).
 
-Paper: test accuracy on GSM8K; the single-GPU runs sample at temperature 0.9 and average over
-repeats. minipods defaults to greedy decoding (deterministic, one sample) and offers the
-paper's protocol with `samples=k, temperature=0.9`.
-
-Two evaluations on the same questions (a run's first and last; two arms of one seed) are compared
-question by question (`paired_difference`: Newcombe's paired interval, the exact McNemar p-value).
-Not from the paper (single runs).
+Paper: GSM8K test accuracy, sampled at temperature 0.9 and averaged over repeats (here `samples=k`);
+minipods defaults to greedy decoding. Not from the paper: two evaluations on the same questions are
+compared question by question (`paired_difference`: Newcombe's interval, exact McNemar p-value).
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ from pathlib import Path
 import torch
 
 from minipods import rollouts
-from minipods.checkpoint import check_adapter, eval_path, eval_steps, read_log, write_rows
+from minipods.checkpoint import check_adapter, write_rows
 from minipods.cli import Parser, add_dataclass_args, check_choices, check_positive, fail, overrides, setting
 from minipods.data import DataNotFoundError, build_prompt, check_level, load_task
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
@@ -31,16 +27,9 @@ from minipods.rewards import extract_answer, is_full_format, score_completions, 
 def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 256, batch_size: int = 32,
                    samples: int = 1, temperature: float = 0.0, max_prompt_tokens: int | None = None,
                    progress: bool = False, fast: bool = True) -> dict:
-    """Accuracy of `model` on `items` ({question, gold}); greedy when temperature == 0. fast: roll
-    out with minipods.fast.rollouts (else the plain minipods.rollouts reference).
-
-    batch_size bounds memory: questions go max(1, batch_size // samples) at a time (500 questions in
-    one pass would be ~125K tokens). Greedy results do not depend on it.
-
-    Returns accuracy (lenient grading, as the training reward) and strict_accuracy (only an answer
-    inside a well-formed <answer> block counts), each with its 95% interval, format_rate, seconds,
-    tokens, and per-question `rows` (question, gold, completions, extracted, correct, strict).
-    """
+    """Accuracy of `model` on `items` ({question, gold}), greedy when temperature == 0: accuracy (lenient) and
+    strict_accuracy, with ci95 / strict_ci95, format_rate, seconds, tokens, and per-question `rows` (question,
+    gold, completions, extracted, correct, strict). batch_size bounds memory (greedy results do not depend on it)."""
     if not items:
         raise ValueError("no evaluation items")
     greedy = temperature <= 0
@@ -74,9 +63,8 @@ def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 25
 
 
 def evaluate_to_file(model, tokenizer, items: list[dict], path: str | Path, **kw) -> dict:
-    """`evaluate_items` (greedy, keyword arguments as there), one row per question written
-    atomically to `path` ({index, gold, pred, correct, strict}), and the metrics a training
-    evaluation row carries: eval_accuracy, eval_strict_accuracy, eval_format_rate, eval_s, eval_n."""
+    """`evaluate_items`, its rows written atomically to `path` ({index, gold, pred, correct, strict}); returns
+    a training row's eval_accuracy, eval_strict_accuracy, eval_format_rate, eval_s, eval_n."""
     res = evaluate_items(model, tokenizer, items, **kw)
     write_rows(path, [{"index": i, "gold": r["gold"], "pred": r["extracted"][0], "correct": int(r["correct"]),
                        "strict": int(r["strict"])} for i, r in enumerate(res["rows"])])
@@ -96,19 +84,16 @@ def wilson_interval(k: float, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def mcnemar_p(a_only: int, b_only: int) -> float:
-    """Exact two-sided McNemar p-value: under "no difference" each discordant question goes either
-    way with probability 1/2; p = 2 P(X <= min) for X ~ Binomial(a_only + b_only, 1/2), at most 1."""
+    """Exact two-sided McNemar p-value: 2 P(X <= min) for X ~ Binomial(a_only + b_only, 1/2), at most 1."""
     d, k = a_only + b_only, min(a_only, b_only)
     return 1.0 if d == 0 else min(1.0, 2 * sum(math.comb(d, j) for j in range(k + 1)) / 2 ** d)
 
 
 def newcombe_paired(both: int, first_only: int, second_only: int, neither: int,
                     z: float = 1.96) -> tuple[float, float]:
-    """Newcombe's hybrid score interval (Stat Med 1998, method 10) for p1 - p2 measured on the same
-    questions, p1 = (both + first_only) / N, p2 = (both + second_only) / N: the two Wilson intervals
-    combined with phi, the correlation of the paired outcomes (its numerator reduced by N / 2
-    towards 0; phi = 0 when a margin is empty), so a strong pairing narrows the interval. It is not
-    [0, 0] when no question is discordant."""
+    """Newcombe's hybrid score interval (Stat Med 1998, method 10) for p1 - p2 on the same questions: the
+    two Wilson intervals combined with phi, the paired outcomes' correlation (numerator reduced by N / 2
+    towards 0; 0 when a margin is empty). Not [0, 0] when no question is discordant."""
     n = both + first_only + second_only + neither
     p1, p2 = (both + first_only) / n, (both + second_only) / n
     l1, u1 = wilson_interval(both + first_only, n, z)
@@ -124,9 +109,7 @@ def newcombe_paired(both: int, first_only: int, second_only: int, neither: int,
 
 
 def paired_difference(correct_a: list, correct_b: list, z: float = 1.96) -> dict:
-    """Accuracy of b minus accuracy of a on the same questions (0/1 per question, same order): n,
-    acc_a, acc_b, diff, ci95 (Newcombe), p (exact McNemar), a_only, b_only (discordant counts).
-    Paired, so per-question difficulty cancels: narrower than two Wilson intervals."""
+    """b's accuracy minus a's on the same questions (0/1 each): n, acc_a, acc_b, diff, ci95, p, a_only, b_only."""
     if len(correct_a) != len(correct_b):
         raise ValueError(f"paired_difference needs the same questions: {len(correct_a)} vs {len(correct_b)} results")
     if any(float(x) not in (0.0, 1.0) for x in list(correct_a) + list(correct_b)):
@@ -142,18 +125,6 @@ def paired_difference(correct_a: list, correct_b: list, z: float = 1.96) -> dict
     return {"n": n, "acc_a": sum(a) / n, "acc_b": sum(b) / n, "diff": (b_only - a_only) / n,
             "ci95": newcombe_paired(both, b_only, a_only, n - both - a_only - b_only, z),
             "p": mcnemar_p(a_only, b_only), "a_only": a_only, "b_only": b_only}
-
-
-def learning_change(run_dir: str | Path) -> dict | None:
-    """A run's first (step 0) vs. last evaluation on the same questions (matched by index):
-    paired_difference; None with fewer than two evaluation files."""
-    steps = eval_steps(run_dir)
-    if len(steps) < 2:
-        return None
-    first, last = (read_log(eval_path(run_dir, s), drop_torn_tail=False) for s in (steps[0], steps[-1]))
-    later = {r["index"]: r["correct"] for r in last}
-    pairs = [(r["correct"], later[r["index"]]) for r in first if r["index"] in later]
-    return paired_difference([a for a, _ in pairs], [b for _, b in pairs])
 
 
 # ---------------------------------------------------------------- CLI: python -m minipods.evaluate
@@ -199,8 +170,7 @@ class EvalConfig:
 
 
 def resolve_adapter(path: str) -> tuple[Path, dict | None]:
-    """The adapter folder for `path` (an adapter, or a run folder with adapter/ or checkpoint/adapter),
-    and the run's config.json (if there is one) so the matching base model can be used."""
+    """(adapter folder, the run's config.json or None) for an adapter or a run folder."""
     p = Path(path).expanduser()
     for cand in (p, p / "adapter", p / "checkpoint" / "adapter"):
         if (cand / "adapter_config.json").is_file():

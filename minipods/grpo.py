@@ -32,10 +32,9 @@ from minipods.rollouts import Rollouts, positions_from_mask
 
 # ---------------------------------------------------------------- advantages
 def group_advantages(rewards: torch.Tensor, group: torch.Tensor, eps: float = 1e-4) -> torch.Tensor:
-    """(B,) advantages: each reward standardised within its group (rows sharing `group`), with the
-    unbiased std (as DeepSeekMath and TRL). A group of equal rewards gets exactly 0, decided by
-    max == min, not std > 0: the float32 mean of sixteen 0.1s is off by one ulp, so their std is
-    ~1e-8 and (r - mean) / (std + eps) would hand the group a spurious -7e-5."""
+    """(B,) advantages: each reward standardised within its group (rows sharing `group`), unbiased std (as
+    DeepSeekMath and TRL). Equal rewards get exactly 0, decided by max == min, not std > 0: the float32 mean
+    of sixteen 0.1s is off by one ulp, so (r - mean) / (std + eps) would hand the group a spurious -7e-5."""
     rewards = rewards.float()
     adv = torch.zeros_like(rewards)
     for g in group.unique():
@@ -61,10 +60,8 @@ def backbone_and_head(model):
 
 def logprobs_from_states(model, h: torch.Tensor, completion_ids: torch.Tensor, completion_mask: torch.Tensor,
                          temperature: float = 1.0, chunk_tokens: int = 512) -> torch.Tensor:
-    """(B, C) log-probs of the completion tokens from h (B, C, H), the hidden state that predicts
-    each of them; 0 where completion_mask is 0. Logits are formed only for the N real tokens,
-    `chunk_tokens` at a time (peak extra memory ~ chunk_tokens x vocab floats), and recomputed in
-    backward instead of stored."""
+    """(B, C) log-probs of the completion tokens from h (B, C, H), the hidden state that predicts each of
+    them; 0 where completion_mask is 0. Logits `chunk_tokens` at a time (see Memory above)."""
     device = h.device
     cmask = completion_mask.to(device).bool()
     h_valid, y_valid = h[cmask], completion_ids.to(device)[cmask]  # (N, H), (N,)
@@ -123,11 +120,10 @@ LOSS_TYPES = ("dapo", "grpo")
 
 def reduce_loss(per_token: torch.Tensor, mask: torch.Tensor, loss_type: str, num_tokens: int | float,
                 num_rows: int) -> torch.Tensor:
-    """The scalar loss from per-token terms (B, C) under mask (B, C).
-    "dapo": the sum over every real token divided by num_tokens (every token weighs the same).
-    "grpo": each row's mean over its tokens, summed and divided by num_rows (each completion weighs
-    the same). num_tokens, num_rows count the *whole* kept batch, so micro-batches sum to the full
-    batch's loss."""
+    """The scalar loss from per-token terms (B, C) under mask (B, C). "dapo": the sum over every real
+    token / num_tokens (every token weighs the same). "grpo": each row's token mean, summed / num_rows
+    (each completion weighs the same). num_tokens, num_rows count the *whole* kept batch, so the
+    micro-batches' losses sum to the full batch's."""
     summed = per_token * mask  # (B, C)
     if loss_type == "dapo":
         return summed.sum() / num_tokens
@@ -142,8 +138,7 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
               num_rows: int | None = None) -> tuple[torch.Tensor, dict]:
     """Clipped GRPO surrogate per token, -min(ratio*A, clip(ratio, 1-eps, 1+eps)*A) + beta * KL_k3,
     reduced by `loss_type` over the *whole* kept batch's `num_tokens` / `num_rows` (None: B), so the
-    micro-batches' losses sum to the full batch's. logp, old_logp, ref_logp, mask: (B, C); advantages: (B,).
-    """
+    micro-batches' losses sum to the full batch's. logp, old_logp, ref_logp, mask: (B, C); advantages: (B,)."""
     mask = mask.to(logp.dtype)
     adv = advantages.to(logp.device)[:, None]  # (B, 1)
     ratio = torch.exp(logp - old_logp)  # (B, C)
@@ -165,9 +160,8 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
 
 # ---------------------------------------------------------------- one update
 def loss_scaler(model):
-    """A dynamic loss scaler (torch.amp.GradScaler) when the policy computes in float16, else None:
-    fp16's smallest normal is 6e-5, and the gradient of a loss averaged over ~38K tokens, flowing
-    back through fp16 activations, falls below it."""
+    """A torch.amp.GradScaler when the policy computes in float16, else None: fp16's smallest normal is 6e-5,
+    and the gradient of a loss averaged over ~38K tokens, flowing back through fp16 activations, falls below it."""
     base = base_model_of(model)
     dtypes = {getattr(m, "compute_dtype", None) for m in base.modules()} | {base.dtype}  # 4-bit: compute_dtype
     if torch.float16 not in dtypes:
@@ -196,16 +190,11 @@ def grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, mic
                 clip_eps: float = 0.2, beta: float = 0.0, temperature: float = 1.0, max_grad_norm: float | None = 1.0,
                 update_epochs: int = 1, chunk_tokens: int = 512, logprob_fn=None, num_tokens: int | None = None,
                 loss_type: str = "dapo", num_rows: int | None = None, scaler=None) -> dict:
-    """Update the policy on `batch` (the kept rollouts) with per-row `advantages` (B,).
-
-    Gradients are accumulated over micro-batches of `micro_batch_size` sequences; a non-finite
-    loss or gradient norm skips the optimizer step (counted in `skipped`).
-    logprob_fn(model, mb, temperature, chunk_tokens) -> (b, C) log-probs of a micro-batch (None:
-    `rollout_logprobs`). num_tokens / num_rows: the counts `reduce_loss` divides by (None: the
-    batch's; fast.update passes the full batch's when it leaves out silent rows). scaler: a
-    GradScaler for an fp16 model (`loss_scaler`). Returns loss, grad_norm, kl, clip_frac, skipped
-    (and loss_scale with a scaler).
-    """
+    """Update the policy on `batch` (the kept rollouts) with per-row `advantages` (B,), gradients
+    accumulated over micro-batches of `micro_batch_size` rows; a non-finite loss or gradient norm skips
+    the optimizer step (`skipped`). logprob_fn(model, mb, temperature, chunk_tokens) -> (b, C) (None:
+    `rollout_logprobs`). num_tokens / num_rows: what `reduce_loss` divides by (None: the batch's).
+    scaler: `loss_scaler`'s. Returns loss, grad_norm, kl, clip_frac, skipped (and loss_scale)."""
     num_tokens, num_rows = num_tokens or max(int(batch.completion_mask.sum()), 1), num_rows or len(batch)
     params = [p for p in model.parameters() if p.requires_grad]
     spans = [list(range(s, min(s + micro_batch_size, len(batch)))) for s in range(0, len(batch), micro_batch_size)]

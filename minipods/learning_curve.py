@@ -1,9 +1,7 @@
 """learning_curve.png, the figure `minipods.train` draws at the end of every run.
 
-Three panels from the run's metrics.jsonl: mean training reward per step with a moving average;
-held-out accuracy per evaluation with its 95% Wilson interval; mean completion length against the
-cap. Drawn on matplotlib's Agg canvas (no pyplot, no global backend change); the comparison figures
-(minipods.analysis.plots) use the same `figure`.
+Reward, held-out accuracy and completion length per step, from metrics.jsonl, on matplotlib's Agg canvas
+(no pyplot, no global backend change); minipods.analysis.plots uses the same `figure`.
 """
 
 from __future__ import annotations

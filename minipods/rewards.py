@@ -6,10 +6,8 @@ the requested <reasoning>/<answer> tags?):
 
     total_reward = correctness_reward (0 or 1) + format_reward (0 .. 0.1)
 
-Grading is lenient, like the paper's: if the answer block is missing or holds no number we still
-look for `#### N` and finally the last number in the text. Every function is linear-time and
-never raises on a `str`: str.find/rfind locate things, and small regexes (no nested quantifiers)
-run only on bounded slices, so hostile text cannot cause catastrophic backtracking.
+Grading is lenient, like the paper's. Every function is linear-time and never raises on a `str`: small
+regexes (no nested quantifiers) run only on bounded slices, so hostile text cannot cause backtracking.
 """
 
 import re
@@ -19,14 +17,12 @@ CORRECT_REWARD = 1.0
 FORMAT_TAG_REWARD = 0.025
 FORMAT_TAGS = ("<reasoning>", "</reasoning>", "<answer>", "</answer>")
 
-# A number: optional '-', optional '$', digits (with proper thousands commas or
-# none), optional decimal part. ASCII digits only ([0-9], not \d, which would
-# also match e.g. Arabic-Indic digits).
+# A number: optional '-', optional '$', digits (with proper thousands commas or none), optional
+# decimal part. ASCII digits only ([0-9], not \d, which also matches e.g. Arabic-Indic digits).
 _NUMBER = re.compile(r"-?\$?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?")
 _DIGIT = re.compile(r"[0-9]")
 _PLAIN = re.compile(r"(-?)([0-9]*)(?:\.([0-9]*))?")
-# Longest number we accept (characters). Longer digit runs are not plausible
-# answers; rejecting them keeps every regex call on a bounded slice.
+# Longest number accepted (characters): longer runs are no plausible answer; keeps regexes on bounded slices.
 MAX_NUMBER_CHARS = 100
 
 
@@ -79,10 +75,7 @@ def _last_number(text):
 
 
 def _boxed_number(text):
-    """Number inside the last \\boxed{...} (up to the first '}'), else None.
-
-    Nested braces (\\boxed{\\frac{1}{2}}) are not supported: GSM8K answers are plain numbers.
-    """
+    """Number inside the last \\boxed{...} (up to the first '}': GSM8K answers need no nesting), else None."""
     i = text.rfind("\\boxed{")
     if i < 0:
         return None
@@ -92,10 +85,8 @@ def _boxed_number(text):
 
 
 def extract_answer(text):
-    """Final numeric answer of a completion as a normalised string, or None: the last complete
-    <answer> block's (its \\boxed{} number, else its last number); else the first number after the
-    last `####`; else the last \\boxed{} or last number of the text (lenient, as the paper). An
-    unclosed <answer> is not a block; numbers over MAX_NUMBER_CHARS characters count as none."""
+    """Final numeric answer of a completion as a normalised string, or None (docs/training.md, "Rewards",
+    gives the order); an unclosed <answer> is not a block, numbers over MAX_NUMBER_CHARS count as none."""
     if not isinstance(text, str):
         return None
     end = text.rfind("</answer>")
@@ -115,9 +106,8 @@ def extract_answer(text):
 
 
 def strict_answer(text):
-    """The number of the one well-formed answer block (`<answer>` and `</answer>` once each, in
-    that order), or None: the strict grader. Reporting it beside the lenient `extract_answer` shows
-    how much of an accuracy is formatting."""
+    """The strict grader: the number of the one well-formed answer block (`<answer>` and `</answer>` once
+    each, in that order), or None. Beside the lenient `extract_answer` it shows what formatting costs."""
     if not isinstance(text, str) or text.count("<answer>") != 1 or text.count("</answer>") != 1:
         return None
     start, end = text.find("<answer>"), text.find("</answer>")
@@ -147,9 +137,8 @@ def correctness_reward(completion, gold):
 
 
 def format_reward(completion):
-    """FORMAT_TAG_REWARD (0.025) per well-placed tag of FORMAT_TAGS, so 0 .. 0.1: tag i is well
-    placed when it occurs exactly once and, for i > 0, tag i-1 also occurs exactly once before it
-    (a missing </reasoning> costs that tag and <answer>: 0.05 left)."""
+    """FORMAT_TAG_REWARD (0.025) per well-placed tag of FORMAT_TAGS (docs/training.md, "Rewards"), 0 .. 0.1:
+    a missing </reasoning> costs that tag and <answer>, 0.05 left."""
     if not isinstance(completion, str):
         return 0.0
     score, prev = 0.0, None  # prev: position of tag i-1 if it occurs exactly once
@@ -162,8 +151,7 @@ def format_reward(completion):
 
 
 def is_full_format(format_score):
-    """True when a `format_reward` value means all four tags are well placed (0.1, up to float
-    rounding of the 0.025 sum)."""
+    """Whether a `format_reward` value means all four tags are well placed (0.1, up to float rounding)."""
     return format_score >= FORMAT_TAG_REWARD * len(FORMAT_TAGS) - 1e-9
 
 

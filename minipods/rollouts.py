@@ -2,10 +2,8 @@
 
 Paper (Section 3, the inference phase of PODS): for each prompt the policy samples n rollouts;
 this phase is embarrassingly parallel and light on memory (no activations are kept for backward),
-so it is cheap to make n large. Every prompt is repeated n times and all n*P sequences go through
-`generate` in chunks of `batch_size`, left-padded (each prompt ends where its completion begins),
-each completion kept up to and including its first EOS. `minipods.fast.rollouts` samples the same
-distribution faster behind the same contract (train uses it unless --no-fast).
+so it is cheap to make n large. All n*P sequences go through `generate` in chunks of `batch_size`.
+`minipods.fast.rollouts` samples the same distribution faster behind the same contract (unless --no-fast).
 
 Layout of the returned batch (B = len(prompts) * n, group-major: prompt 0's n samples first):
     prompt_ids       (B, P)  left-padded prompt tokens
@@ -148,8 +146,7 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
     do_sample=False decodes greedily (evaluation). batch_size: sequences per `generate` call, which
     bounds memory; greedy completions do not depend on it, sampled ones follow the same distribution
     for any batch_size (not the same draws: the chunks take torch's global RNG in turn).
-    max_prompt_tokens: longer prompts keep their last this-many tokens (`encode_prompts`; paper: 512).
-    """
+    max_prompt_tokens: longer prompts are cut on the left (`encode_prompts`; paper: 512)."""
     # each prompt n times, group-major (B = G * n rows): left-padded (B, P) ids and mask, group (B,)
     _, _, prompt_ids, prompt_mask, group = repeat_prompts(tokenizer, prompts, n, max_prompt_tokens)
     B, P = prompt_ids.shape

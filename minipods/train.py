@@ -10,12 +10,7 @@ Paper, Algorithm 1 (PODS), one iteration per training step (`run_step`):
     5. policy-update phase: one GRPO update on the kept rollouts only (minipods.grpo; with --fast,
        each distinct prompt runs once and rows with advantage 0 are left out: minipods.fast.update).
 `train` repeats it, with evaluation, checkpoints and exact resume around it (minipods.checkpoint).
-The presets are in minipods.presets (docs/training.md has the table).
-
-OUTPUT_DIR holds metrics.jsonl (one row per step), eval/step_NNNNN.jsonl (one row per held-out
-question of each evaluation), learning_curve.png, config.json, checkpoint/ (every `save_every`
-steps and on Ctrl-C) and adapter/ (final). The last line printed compares the first and the last
-evaluation on the same questions, with a paired 95% interval.
+docs/training.md has the presets and what OUTPUT_DIR holds.
 """
 
 from __future__ import annotations
@@ -37,7 +32,7 @@ from minipods.checkpoint import eval_path, eval_steps
 from minipods.cli import Parser, add_dataclass_args, check_choices, check_positive, fail, overrides, setting
 from minipods.data import build_prompt, check_level, load_task
 from minipods.downsample import RULES, select_groups
-from minipods.evaluate import evaluate_to_file, learning_change
+from minipods.evaluate import evaluate_to_file, paired_difference
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.fast.update import fast_grpo_update, update_pricing
 from minipods.grpo import LOSS_TYPES, group_advantages, grpo_update, loss_scaler
@@ -48,8 +43,7 @@ from minipods.rewards import is_full_format, score_completions
 
 @dataclass
 class TrainConfig:
-    """Every setting of a run. Field help strings become the CLI's --help. A config is validated
-    once, when it is made (`__post_init__`): a TrainConfig that exists is a valid one."""
+    """Every setting of a run (help strings become --help); validated when made, so one that exists is valid."""
     # model
     model: str = setting(DEFAULT_MODEL, "hub id, local HF folder, .gguf file, 'smollm2-135m-instruct' (offline "
                          "default), or 'random:<hub id>' (architecture twin: real shapes, random weights; measuring only)")
@@ -71,8 +65,7 @@ class TrainConfig:
     # data and generation
     data: str = setting("gsm8k", "gsm8k | synthetic (seeded easy word problems; also the fallback when GSM8K is missing)")
     data_dir: str | None = setting(None, "folder with GSM8K train.jsonl/test.jsonl (else $MINIPODS_GSM8K_DIR, else the hub)")
-    synthetic_level: int = setting(1, "synthetic task difficulty: 0 (one single-digit +/-), 1 (one step, numbers "
-                                      "up to 40), 2 (two steps)")
+    synthetic_level: int = setting(1, "synthetic task difficulty: 0 (single-digit +/-), 1 (one step), 2 (two steps)")
     prompts_per_step: int = setting(8, "questions per training step")
     max_prompt_tokens: int = setting(512, "prompts are left-truncated to this many tokens (paper: 512)")
     max_new_tokens: int = setting(512, "completion length limit (paper: 512)")
@@ -110,8 +103,26 @@ class TrainConfig:
     resume: bool = setting(False, "continue from OUTPUT_DIR/checkpoint")
     progress: bool = setting(True, "show a tqdm progress bar")
 
-    def __post_init__(self):
-        validate(self)
+    def __post_init__(self):  # a setting that cannot work: ValueError, one line naming the flag
+        if self.method not in ("grpo", "pods"):
+            raise ValueError(f"--method must be grpo or pods, got {self.method!r}")
+        check_choices(self, {"rule": RULES, "adv_norm": ("kept", "all"), "data": ("gsm8k", "synthetic"),
+                             "optimizer": ("auto", "adamw", "adamw8bit"), "loss_type": LOSS_TYPES})
+        check_positive(self, ("n", "m", "prompts_per_step", "max_new_tokens", "max_steps", "micro_batch_size",
+                              "update_epochs", "gen_batch_size", "save_every", "logprob_chunk", "lora_r",
+                              "max_prompt_tokens"))
+        if self.m > self.n:
+            raise ValueError(f"--m ({self.m}) must not exceed --n ({self.n})")
+        if self.method == "grpo" and self.m != self.n:
+            raise ValueError(f"--method grpo updates on all rollouts: --m ({self.m}) must equal --n ({self.n})")
+        check_level(self.synthetic_level)
+        check_quantize(self.quantize)
+        if self.lr <= 0 or not math.isfinite(self.lr):
+            raise ValueError(f"--lr must be a positive number, got {self.lr}")
+        if self.temperature <= 0:
+            raise ValueError(f"--temperature must be > 0, got {self.temperature}")
+        if min(self.beta, self.eval_every, self.eval_limit, self.budget_s, self.eval_every_s) < 0:
+            raise ValueError("--beta, --eval-every, --eval-every-s, --eval-limit and --budget-s must be >= 0")
 
 
 def make_config(preset: str | None = None, **overrides) -> TrainConfig:
@@ -127,29 +138,6 @@ def make_config(preset: str | None = None, **overrides) -> TrainConfig:
         k = explicit.get("n", explicit.get("m", values.get("m", TrainConfig.m)))
         values["n"] = values["m"] = k
     return TrainConfig(**values)
-
-
-def validate(cfg: TrainConfig) -> None:
-    """Raise ValueError (one line, naming the flag) for a setting that cannot work."""
-    if cfg.method not in ("grpo", "pods"):
-        raise ValueError(f"--method must be grpo or pods, got {cfg.method!r}")
-    check_choices(cfg, {"rule": RULES, "adv_norm": ("kept", "all"), "data": ("gsm8k", "synthetic"),
-                        "optimizer": ("auto", "adamw", "adamw8bit"), "loss_type": LOSS_TYPES})
-    check_positive(cfg, ("n", "m", "prompts_per_step", "max_new_tokens", "max_steps", "micro_batch_size",
-                         "update_epochs", "gen_batch_size", "save_every", "logprob_chunk", "lora_r",
-                         "max_prompt_tokens"))
-    if cfg.m > cfg.n:
-        raise ValueError(f"--m ({cfg.m}) must not exceed --n ({cfg.n})")
-    if cfg.method == "grpo" and cfg.m != cfg.n:
-        raise ValueError(f"--method grpo updates on all rollouts: --m ({cfg.m}) must equal --n ({cfg.n})")
-    check_level(cfg.synthetic_level)
-    check_quantize(cfg.quantize)
-    if cfg.lr <= 0 or not math.isfinite(cfg.lr):
-        raise ValueError(f"--lr must be a positive number, got {cfg.lr}")
-    if cfg.temperature <= 0:
-        raise ValueError(f"--temperature must be > 0, got {cfg.temperature}")
-    if min(cfg.beta, cfg.eval_every, cfg.eval_limit, cfg.budget_s, cfg.eval_every_s) < 0:
-        raise ValueError("--beta, --eval-every, --eval-every-s, --eval-limit and --budget-s must be >= 0")
 
 
 # ---------------------------------------------------------------- one step of Algorithm 1
@@ -234,25 +222,22 @@ def make_optimizer(model, cfg: TrainConfig, device: str):
 
 
 def _evaluate(model, tok, eval_items, cfg, out: Path, step: int) -> dict:
-    """Greedy accuracy on the held-out questions, one row per question to eval/step_{step:05d}.jsonl
-    (atomic: a kill leaves the whole file or none; a resumed step rewrites it)."""
+    """Greedy accuracy on the held-out questions, one row per question to eval/step_{step:05d}.jsonl."""
     return evaluate_to_file(model, tok, eval_items, eval_path(out, step), batch_size=cfg.eval_batch_size,
                             max_new_tokens=cfg.eval_max_new_tokens or cfg.max_new_tokens,
                             max_prompt_tokens=cfg.max_prompt_tokens, fast=cfg.fast, progress=cfg.progress)
 
 
 def train(cfg: TrainConfig, model=None, tokenizer=None) -> Path:
-    """Run (or resume) training in one process per run folder; returns it. `model`/`tokenizer`: a
-    policy to train (e.g. the tests' tiny model) instead of loading `cfg.model`."""
+    """Run (or resume) training; returns the run folder. `model`/`tokenizer`: train these, not `cfg.model`."""
     out = ckpt_io.prepare_output_dir(Path(cfg.output_dir))
     with ckpt_io.stop_on_os_error(out), ckpt_io.RunLock(out):
         return _train_locked(cfg, out, model, tokenizer)
 
 
 def _restore(ck: dict | None, out: Path, model, optimizer, device: str) -> dict:
-    """The run's counters after checkpoint `ck` ({step, elapsed_s, nonfinite_skips}; zeros for a
-    fresh run), with the adapter, optimizer and RNG restored exactly as they were then. Metrics rows
-    and evaluation files of steps after it (a hard kill) are dropped: those steps run again."""
+    """The counters of checkpoint `ck` (zeros for a fresh run), its adapter, optimizer and RNGs restored;
+    metrics rows and evaluation files of later steps (a hard kill) are dropped: those steps run again."""
     metrics_path = out / "metrics.jsonl"
     state = {"step": 0, "elapsed_s": 0.0, "nonfinite_skips": 0}
     if ck is not None:
@@ -296,9 +281,8 @@ def _progress_bar(cfg: TrainConfig, start: int):
 
 
 def eval_due(cfg: TrainConfig, step: int, before_s: float, after_s: float) -> bool:
-    """Whether to evaluate after `step`, which took training time from before_s to after_s: every
-    eval_every steps, or when the step crossed a multiple of eval_every_s (the first step end at or
-    after each grid time, as the authors' checkpoint callback; late by less than one step)."""
+    """Evaluate after `step` (training time before_s -> after_s)? Every eval_every steps, or when it crossed
+    a multiple of eval_every_s (as the authors' checkpoint callback; late by less than one step)."""
     by_step = cfg.eval_every and step % cfg.eval_every == 0
     by_time = cfg.eval_every_s and math.floor(after_s / cfg.eval_every_s) > math.floor(before_s / cfg.eval_every_s)
     return bool(by_step or by_time)
@@ -352,12 +336,15 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
     finally:
         bar.close()
     ckpt_io.save_adapter(out, model)
-    # the run's last words: learning_curve.png (reward, accuracy, completion length per step) and the
-    # first vs. the last evaluation on the same questions (one line, paired interval)
+    # last words: learning_curve.png and the first vs. the last evaluation on the same questions
     from minipods.learning_curve import plot_learning_curve  # here: matplotlib loads only at the end
     plot_learning_curve(out, out / "learning_curve.png")
-    ch = learning_change(out)
-    if ch is not None:
+    steps = eval_steps(out)
+    if len(steps) >= 2:  # questions matched by index
+        first, last = (ckpt_io.read_log(eval_path(out, s), drop_torn_tail=False) for s in (steps[0], steps[-1]))
+        later = {r["index"]: r["correct"] for r in last}
+        pairs = [(r["correct"], later[r["index"]]) for r in first if r["index"] in later]
+        ch = paired_difference([a for a, _ in pairs], [b for _, b in pairs])
         lo, hi = ch["ci95"]
         print(f"eval accuracy {100 * ch['acc_a']:.1f}% -> {100 * ch['acc_b']:.1f}% ({100 * ch['diff']:+.1f} points, "
               f"paired 95% CI [{100 * lo:+.1f}, {100 * hi:+.1f}], {ch['n']} questions)")

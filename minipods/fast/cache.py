@@ -1,10 +1,8 @@
 """A KV cache that grows in place (a lever of the fast rollout engine).
 
-transformers' DynamicLayer appends each decode step's keys/values with `torch.cat`, which copies the
-layer's whole cache every step: for B rows, h KV heads, L cached positions and head size d, that is
-2 * B * h * L * d numbers moved per layer and step to store 2 * B * h * d new ones. RoomyLayer
-allocates room for the whole completion once and writes each step into it; attention sees the same
-values (a view of the filled part), so the outputs are identical (tests/test_fast.py).
+transformers' DynamicLayer appends each step with `torch.cat`, moving 2 * B * h * L * d numbers per layer
+and step to store 2 * B * h * d new ones. RoomyLayer allocates room for the whole completion once and
+writes each step into it; attention sees the same values, so the outputs are identical.
 """
 
 from __future__ import annotations
@@ -48,8 +46,7 @@ class RoomyLayer(DynamicLayer):
 
 
 def plain_layers(cache) -> list | None:
-    """The layers of a plain DynamicCache (every layer a DynamicLayer); None for sliding-window or
-    other layer kinds, where the fast paths fall back to the plain ones."""
+    """The layers of a plain DynamicCache; None for other layer kinds (sliding window: the plain paths)."""
     if type(cache) is not DynamicCache or any(type(layer) is not DynamicLayer for layer in cache.layers):
         return None
     return cache.layers
@@ -57,10 +54,8 @@ def plain_layers(cache) -> list | None:
 
 def roomy_cache(kv: list[tuple[torch.Tensor, torch.Tensor]] | None, room: int,
                 index: torch.Tensor | None = None) -> DynamicCache:
-    """A DynamicCache of RoomyLayers, holding `kv` (one (keys, values) pair per layer, (G, h, L, d);
-    rows `index` (B,) of them when given, e.g. each rollout's prompt) or empty (filled by the
-    prompt's prefill); `room`: positions to allocate beyond what it holds (the completion length).
-    Layer by layer, so at most one layer's selected rows exist outside the cache at a time."""
+    """A DynamicCache of RoomyLayers holding `kv` ((G, h, L, d) keys, values per layer; rows `index` (B,)
+    of them when given) or empty; `room`: positions beyond that (the completion length)."""
     cache = DynamicCache()
     cache.layer_class_to_replicate = lambda: RoomyLayer(room)
     for k, v in kv or []:

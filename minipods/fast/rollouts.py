@@ -1,13 +1,9 @@
 """The fast rollout engine: `minipods.rollouts.generate_rollouts`'s contract, with less work.
 
-Same prompts in, same `Rollouts` out, the same distribution sampled (tests/test_fast.py holds it
-equal to the plain reference; the policy's weights are never written). HF `generate` still runs
-the decode loop; the levers (docs/performance.md measures each):
-  * shared prefill: each distinct prompt runs once and its KV cache is copied to its n rows;
-  * inverse-CDF sampling (fast.sampler): one uniform per row and step instead of torch.multinomial;
-  * on CPU, an inference copy with the LoRA adapter folded in (fast.inference), its linears as
-    oneDNN packed weights, q/k/v and gate/up run as one matmul each;
-  * a KV cache that writes each step into room allocated once (fast.cache), not torch.cat.
+Same `Rollouts` from the same distribution; HF `generate` runs the decode loop. The levers (docs/performance.md
+measures each): shared prefill (each distinct prompt runs once, its KV cache copied to its n rows); inverse-CDF
+sampling (fast.sampler); on CPU, an inference copy with the adapter folded in, its linears packed and q/k/v,
+gate/up fused (fast.inference); a KV cache written in place (fast.cache).
 """
 
 from __future__ import annotations
@@ -63,12 +59,9 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
                       max_prompt_tokens: int | None = None, do_sample: bool = True,
                       progress: bool = False, fold_adapter: bool | None = None, pack_weights: bool | None = None,
                       grow_in_place: bool = True, fuse_siblings: bool = True) -> Rollouts:
-    """minipods.rollouts.generate_rollouts, fast: arguments and batch_size guarantees as there, plus
-    the levers, each None = where it applies: fold_adapter (fast.inference.folded_copy: on CPU, never
-    for 4-bit models; opt-in on CUDA, where it costs one more copy of the adapted weights),
-    pack_weights and fuse_siblings (folded_copy's pack and fuse), grow_in_place (fast.cache).
-    meta of the result: fold_s, prefill_s, decode_s, steps, and which levers applied.
-    """
+    """minipods.rollouts.generate_rollouts, plus the levers (None = where it applies): fold_adapter
+    (folded_copy; CPU default, opt-in on CUDA), pack_weights and fuse_siblings (its pack and fuse),
+    grow_in_place (fast.cache). meta: fold_s, prefill_s, decode_s, steps, and which levers applied."""
     from transformers import LogitsProcessorList
 
     ids, am, prompt_ids, prompt_mask, group = repeat_prompts(tokenizer, prompts, n, max_prompt_tokens)  # (G|B, P)

@@ -1,9 +1,8 @@
 """Sampling by inverse CDF, as a `generate` logits processor (a lever of the fast rollout engine).
 
-HF's `do_sample=True` draws each token with `torch.multinomial`, whose per-token exponential draws
-cost more than a small model's whole decode step on a CPU. Drawing one uniform per row and step and
-inverting the cumulative softmax samples the same distribution (tests/test_fast.py checks it) from
-torch's global RNG, so seeded runs reproduce and resume exactly.
+`torch.multinomial` (HF's `do_sample=True`) costs more than a small model's decode step on a CPU; one uniform
+per row and step, inverting the cumulative softmax, samples the same distribution from torch's global RNG
+(the state checkpoints save), so seeded runs reproduce and resume exactly.
 """
 
 from __future__ import annotations
@@ -12,13 +11,10 @@ import torch
 
 
 def sample_inverse_cdf(weights: torch.Tensor, u: torch.Tensor, block: int = 128) -> torch.Tensor:
-    """(B,) token ids drawn from the rows of `weights` (B, V), unnormalised and >= 0, by inverse CDF.
-
-    u (B,): uniforms in [0, 1). Row b returns the first index whose cumulative weight exceeds
-    u_b * total_b, so a token is drawn with probability weight / total and a zero-weight token
-    never. Two levels keep it cheap and accurate: cumulative sums of blocks of `block` tokens
-    (in float64) pick the block, then a cumulative sum inside that one block picks the token.
-    """
+    """(B,) token ids drawn from the rows of `weights` (B, V), unnormalised and >= 0, with uniforms u (B,)
+    in [0, 1): the first index whose cumulative weight exceeds u_b * total_b (a zero-weight token never).
+    Two levels keep it cheap and accurate: float64 cumulative sums of blocks of `block` tokens pick the
+    block, then a cumulative sum inside that block picks the token."""
     B, V = weights.shape
     nb = -(-V // block)
     w = weights if nb * block == V else torch.nn.functional.pad(weights, (0, nb * block - V))
@@ -37,11 +33,8 @@ def sample_inverse_cdf(weights: torch.Tensor, u: torch.Tensor, block: int = 128)
 
 
 class InverseCDFSampler:
-    """A `generate` logits processor that samples: softmax(scores / T), nucleus-filtered when
-    top_p < 1 (HF's own TopPLogitsWarper, so the same distribution as `do_sample=True`), drawn by
-    inverse CDF. It returns 0 at the drawn token and -inf elsewhere, so `generate` runs greedy
-    (do_sample=False) over it. Uniforms come from torch's global RNG on the logits' device (the
-    state train.py checkpoints), one per row and step."""
+    """Draws from softmax(scores / T), nucleus-filtered by HF's TopPLogitsWarper when top_p < 1; returns 0
+    at the drawn token and -inf elsewhere, so `generate` runs greedy (do_sample=False) over it."""
 
     def __init__(self, temperature: float = 1.0, top_p: float = 1.0):
         from transformers import TopPLogitsWarper

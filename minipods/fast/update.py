@@ -1,13 +1,9 @@
 """The shared-prompt update pass: `minipods.grpo.rollout_logprobs`'s contract, with less work.
 
-The m kept rows of one prompt share its tokens, so the backbone runs each distinct prompt of a
-micro-batch once and its rows' completions attend to that one pass (its keys/values expanded to
-the rows with autograd, so the gradient flows back exactly as through m copies). Same log-probs and
-gradient (tests/test_fast.py), less work (docs/performance.md). Micro-batches stay runs of
-`micro_batch_size` consecutive rows, so memory and the accumulated gradient are as in the plain
-update. It falls back to one pass per row under gradient checkpointing (transformers drops the KV
-cache inside checkpointed layers), for caches that are not a plain DynamicCache, or for rows of one
-group with different prompt tokens.
+The m kept rows of one prompt share its tokens, so the backbone runs each distinct prompt of a micro-batch
+once and its rows' completions attend to that pass (keys/values expanded to the rows with autograd: the
+gradient flows back exactly as through m copies). Micro-batches are as in the plain update. One pass per
+row under gradient checkpointing (transformers drops the KV cache there) or where the cache is not plain.
 """
 
 from __future__ import annotations
@@ -21,8 +17,7 @@ from minipods.rollouts import Rollouts, positions_from_mask
 
 
 def shared_prompt_states(model, mb: Rollouts) -> torch.Tensor | None:
-    """(B, C, H) hidden states predicting the completion tokens, with each distinct prompt run once;
-    None where this does not apply (then the caller runs every row in full)."""
+    """(B, C, H) hidden states predicting the completion tokens, each distinct prompt run once; None: not here."""
     from transformers import DynamicCache
 
     backbone, _ = backbone_and_head(model)
@@ -41,11 +36,9 @@ def shared_prompt_states(model, mb: Rollouts) -> torch.Tensor | None:
     layers = plain_layers(out.past_key_values)
     if layers is None:
         return None
-    # every row continues from its prompt's keys/values; indexing keeps the autograd graph, so the
-    # rows' gradients are summed into the one prompt pass. index_select, not keys[inv]: the backward
-    # of advanced indexing (index_put_ with accumulate) adds the rows of one prompt in a thread-timing-
-    # dependent order on a multi-threaded CPU, so seeded runs parted in the last bits
-    # (docs/results.md); index_select's backward (index_add_) adds them in a fixed order.
+    # each row continues from its prompt's keys/values. index_select, not keys[inv]: advanced indexing's
+    # backward (index_put_ with accumulate) adds one prompt's rows in a thread-timing-dependent order on a
+    # multi-threaded CPU (seeded runs parted in the last bits); index_add_ adds them in a fixed order.
     rows = DynamicCache(ddp_cache_data=[(layer.keys.index_select(0, inv), layer.values.index_select(0, inv))
                                         for layer in layers])
     h_c = backbone(input_ids=ids[:, P:], attention_mask=am, position_ids=pos[:, P:], past_key_values=rows,
@@ -55,8 +48,7 @@ def shared_prompt_states(model, mb: Rollouts) -> torch.Tensor | None:
 
 
 def shared_logprobs(model, mb: Rollouts, temperature: float = 1.0, chunk_tokens: int = 512) -> torch.Tensor:
-    """(B, C) log-probs of mb's completion tokens, each distinct prompt run once (a `logprob_fn`
-    for grpo.grpo_update); the plain per-row pass where sharing does not apply."""
+    """(B, C) completion log-probs, each distinct prompt run once (grpo_update's `logprob_fn`)."""
     h = None
     if not (torch.is_grad_enabled() and gradient_checkpointing_on(model)):
         h = shared_prompt_states(model, mb)
@@ -66,19 +58,16 @@ def shared_logprobs(model, mb: Rollouts, temperature: float = 1.0, chunk_tokens:
 
 
 def update_pricing(fast: bool, skip_silent: bool, beta: float) -> str:
-    """What a run's update seconds paid for: "skip_silent" (rows with advantage 0 left out, exact only
-    at beta 0 and only in this fast update) or "every_row" (every kept row's forward and backward)."""
+    """What update_s paid for: "skip_silent" (advantage-0 rows left out: this update at beta 0) or "every_row"."""
     return "skip_silent" if fast and skip_silent and beta == 0 else "every_row"
 
 
 def fast_grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, beta: float = 0.0,
                      skip_silent: bool = True, **kwargs) -> dict:
-    """minipods.grpo.grpo_update with the shared-prompt pass, and, when beta = 0 and `skip_silent`
-    (--no-skip-silent: every kept row pays, as in the authors' trainer and TRL), without the rows
-    whose advantage is 0: their loss terms -min(r A, clip(r) A) are 0 whatever the log-probs. The
-    loss is still averaged over the whole batch's tokens (or rows), so the gradient is the full
-    update's, to float rounding. When every row is silent one is kept, so the optimizer still steps
-    (Adam's moments and weight decay move) as in the full update. kwargs: grpo_update's."""
+    """grpo_update with the shared-prompt pass and, when beta = 0 and `skip_silent`, without the rows whose
+    advantage is 0 (their terms -min(r A, clip(r) A) are 0): the loss is still averaged over the whole
+    batch's tokens (or rows), so the gradient is the full update's. One row is kept when all are silent,
+    so the optimizer still steps."""
     num_tokens, num_rows = max(int(batch.completion_mask.sum()), 1), len(batch)
     if beta == 0 and skip_silent:
         live = advantages.nonzero().flatten().tolist() or [0]

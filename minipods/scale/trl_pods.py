@@ -1,20 +1,12 @@
 """PODS on TRL's GRPOTrainer: generate n rollouts per prompt, update on the m that `max_variance` keeps.
 
-Paper (Xu et al., "Not All Rollouts are Useful", TMLR 2026), Algorithm 1, on top of TRL 1.16. docs/scale.md
-has the user's side: the settings, the 8-GPU `python -m minipods.trl_pods` command, what differs from
-`python -m minipods.train`, which costs stay at n, and the two choices the paper does not make.
+Paper (Xu et al., "Not All Rollouts are Useful", TMLR 2026), Algorithm 1, on top of TRL 1.16; docs/scale.md
+has the user's side (settings, the 8-GPU command, what differs from `python -m minipods.train`).
 
-Where it hooks in: TRL's `_generate_and_score_completions` returns one dict for the process's generation batch;
-`_prepare_inputs` then shuffles it and splits it into `steps_per_generation` micro-batches. This class takes that
-dict, selects m rows per prompt on the reward the advantages are computed from (`pods_rewards`; rows no reward
-function scored, and masked truncated rows, are not candidates: they only fill a group with fewer than m others),
-drops the other rows from every per-row tensor (ids, masks, old / reference / vLLM-sampling log-probs,
-importance-sampling ratios, tool mask), replaces `advantages` (recomputed within the kept m, the paper's choice:
-`kept_advantages`) and `num_items_in_batch` (the token count TRL's default `loss_type="dapo"` divides by), and
-hands it on: TRL's loss, backward and optimizer step see only the kept rows. Rewards are gathered from all
-processes by TRL, so every process runs the same selection on the global batch and keeps its own slice. TRL's
-batch sizes keep their meaning: they count *generated* completions; each micro-batch trains on
-per_device_train_batch_size * m / n rows. Evaluation (`eval_strategy`) is stock GRPO. Image inputs are refused.
+Where it hooks in: the dict TRL's `_generate_and_score_completions` returns keeps, in every per-row tensor, the m
+rows per prompt selected on the reward the advantages use (`pods_rewards`), with `advantages` recomputed within
+the kept m (`kept_advantages`) and `num_items_in_batch` recounted: TRL's loss, backward and optimizer step see only
+the kept rows. Every process selects the same rows of the gathered global batch and keeps its own slice.
 """
 
 from __future__ import annotations
@@ -41,19 +33,16 @@ _IMAGE_KEYS = ("pixel_values", "image_grid_thw", "pixel_attention_mask", "image_
 
 @dataclass
 class PODSGRPOConfig(GRPOConfig):
-    """Every [`~trl.GRPOConfig`] parameter, plus PODS down-sampling (Xu et al., TMLR 2026): `pods_m` (the paper's
-    m; n is `num_generations`) and `pods_rule`, documented in their `help` (`python -m minipods.trl_pods --help`)."""
+    """[`~trl.GRPOConfig`] plus PODS down-sampling: `pods_m` (the paper's m; n is `num_generations`), `pods_rule`."""
 
     pods_m: int | None = field(default=None, metadata={"help": (
-        "Number of the `num_generations` rollouts per prompt kept for the policy update (PODS's m). Must be in "
-        "[2, num_generations]; `None` keeps all (stock GRPO). Batch sizes count generated rollouts, so each "
-        "micro-batch trains on per_device_train_batch_size * pods_m / num_generations rows.")})
+        "Rollouts per prompt kept for the update (PODS's m), in [2, num_generations]; `None` keeps all (stock "
+        "GRPO). Batch sizes count generated rollouts: a micro-batch trains on per_device_train_batch_size * "
+        "pods_m / num_generations rows.")})
     pods_rule: str = field(default="max_variance", metadata={"help": (
         "PODS down-sampling rule: 'max_variance' (the paper's: keep the m rewards with the largest variance), "
-        "'max_reward' (the m best) or 'random' (uniform, seeded by `seed` and the step). It sees the reward the "
-        "advantages use (normalize_then_sum: the sum of per-function rewards standardised within the n). "
-        "Unscorable rows and, with mask_truncated_completions, truncated rows are not candidates: kept only to "
-        "fill a group with fewer than m others, with advantage 0 and outside the group's mean and std.")})
+        "'max_reward' (the m best) or 'random' (uniform, seeded by `seed` and the step), on the reward the "
+        "advantages use; unscorable and masked truncated rows only fill a group with fewer than m others.")})
 
     def __post_init__(self):
         super().__post_init__()  # TRL derives steps_per_generation and generation_batch_size here
@@ -82,10 +71,9 @@ def check_pods_config(args, num_processes: int) -> None:
 
 def pods_rewards(rewards_per_func: torch.Tensor, weights: torch.Tensor, n: int, aggregation: str) -> torch.Tensor:
     """(N,) the reward PODS selects on and computes advantages from; NaN where no function scored the row.
-
-    rewards_per_func: (N, K), N = prompts * n, each prompt's n rows contiguous, NaN where a function did not score
-    a row. weights: (K,). `sum_then_normalize`: the weighted sum. `normalize_then_sum`: TRL's aggregate, each
-    function's reward standardised within the prompt's n rows (unbiased std, + 1e-4), then weighted and summed."""
+    rewards_per_func: (N, K), N = prompts * n, each prompt's n rows contiguous, NaN where unscored; weights: (K,).
+    `sum_then_normalize`: the weighted sum. `normalize_then_sum`: TRL's aggregate, each function's reward
+    standardised within the prompt's n rows (unbiased std, + 1e-4), then weighted and summed."""
     unscorable = torch.isnan(rewards_per_func).all(1)
     if aggregation == "sum_then_normalize":
         r = (rewards_per_func * weights).nansum(1)
@@ -100,10 +88,8 @@ def pods_rewards(rewards_per_func: torch.Tensor, weights: torch.Tensor, n: int, 
 
 
 def select_rows(rewards: torch.Tensor, n: int, m: int, rule: str, generator) -> list[int]:
-    """Global rows (each prompt's m in increasing order) that `rule` keeps from every group of n rewards.
-
-    A NaN reward marks a row that cannot teach anything (unscorable, or truncated and masked): the rule chooses
-    among the other rows of its group; NaN rows fill, in order, the slots of a group with fewer than m others."""
+    """Global rows (each prompt's m in increasing order) that `rule` keeps from every group of n rewards. A NaN
+    reward (a row that cannot teach) is no candidate; NaN rows fill, in order, a group with fewer than m others."""
     r = rewards.double().cpu().numpy()
     kept = []
     for start in range(0, r.size, n):
@@ -116,7 +102,6 @@ def select_rows(rewards: torch.Tensor, n: int, m: int, rule: str, generator) -> 
 
 def kept_advantages(rewards: torch.Tensor, m: int, scale_rewards: str, aggregation: str) -> torch.Tensor:
     """(R,) advantages of the kept rows from their `pods_rewards` (R = prompts * m, each prompt's m contiguous).
-
     `sum_then_normalize`: TRL's formula on groups of m instead of n, (r - mean) / (std + 1e-4), std unbiased;
     `scale_rewards` "group" (per group std), "batch" (one std over all kept rows) or "none" (no division).
     `normalize_then_sum` (the per-function standardisation is already in the reward): minus the kept group's
@@ -135,8 +120,7 @@ def kept_advantages(rewards: torch.Tensor, m: int, scale_rewards: str, aggregati
 
 
 class PODSGRPOTrainer(GRPOTrainer):
-    """TRL's [`~trl.GRPOTrainer`] with PODS down-sampling between scoring and the update (see the module docstring).
-    docs/scale.md lists the `pods/` metrics it logs next to TRL's (which are over all n rollouts)."""
+    """TRL's [`~trl.GRPOTrainer`] with PODS down-sampling between scoring and the update (module docstring)."""
 
     def __init__(self, model, reward_funcs=None, args: PODSGRPOConfig | None = None, **kwargs):
         if not isinstance(args, PODSGRPOConfig):
@@ -146,8 +130,7 @@ class PODSGRPOTrainer(GRPOTrainer):
         self._pods_rewards_per_func = None
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        # TRL returns the rewards gathered from all processes, (N, K) with N = generation_batch_size; keep a
-        # handle, since `_generate_and_score_completions` returns only its advantages.
+        # (N, K) gathered from all processes; kept, since `_generate_and_score_completions` returns only advantages
         self._pods_rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         return self._pods_rewards_per_func
 

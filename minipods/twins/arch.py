@@ -1,8 +1,5 @@
-"""Architecture twins: a known hub architecture with seeded random weights, built offline.
-
-`--model random:<hub id>` builds the real architecture (shapes, parameter count, memory, speed)
-from the config values kept here, with a byte-level tokenizer, so the GPU claims of the paper's
-Qwen2.5-3B recipe can be measured with no hub access. Its text is noise: never for accuracy.
+"""Architecture twins (`--model random:<hub id>`): a known hub architecture with seeded random weights and a
+byte-level tokenizer, built offline, to measure the paper's Qwen2.5-3B recipe (memory, speed) with no hub access.
 """
 
 from __future__ import annotations
@@ -15,8 +12,7 @@ from pathlib import Path
 import torch
 
 TWIN_PREFIX = "random:"
-# The fields of the public config.json files (https://huggingface.co/<id>/blob/main/config.json),
-# the same for the three Qwen2.5 Instruct models below except the sizes in TWIN_CONFIGS.
+# Fields of the public config.json files (https://huggingface.co/<id>/blob/main/config.json), sizes aside.
 _QWEN25 = dict(architectures=["Qwen2ForCausalLM"], model_type="qwen2", attention_dropout=0.0, bos_token_id=151643,
                eos_token_id=151645, hidden_act="silu", initializer_range=0.02, max_position_embeddings=32768,
                num_key_value_heads=2, rms_norm_eps=1e-6, rope_theta=1000000.0, sliding_window=32768,
@@ -52,7 +48,7 @@ def _known(hub_id: str) -> str:
 
 
 def parse_twin(spec: str) -> tuple[str, dict]:
-    """'random:<hub id>[:layers=2,hidden=64,...]' -> (hub id, shrink). Raises UnknownTwinError."""
+    """'random:<hub id>[:layers=2,hidden=64,...]' -> (hub id, shrink)."""
     hub_id, _, opts = spec.removeprefix(TWIN_PREFIX).partition(":")
     shrink = {}
     for kv in filter(None, opts.split(",")):
@@ -65,8 +61,7 @@ def parse_twin(spec: str) -> tuple[str, dict]:
 
 
 def twin_config(hub_id: str, **shrink):
-    """The transformers config of a known hub architecture, from values kept in this package;
-    `shrink` (SHRINK_KEYS) sizes a smaller network of the same family (tests)."""
+    """The transformers config of a known hub architecture; `shrink` (SHRINK_KEYS) makes it smaller."""
     from transformers import AutoConfig
 
     hub_id = _known(hub_id)
@@ -82,8 +77,7 @@ def twin_config(hub_id: str, **shrink):
 
 
 def twin_tokenizer():
-    """A byte-level tokenizer built in code: token id = byte value (0-255), then the ChatML specials
-    256-258. Any text encodes; ids >= 259 (most of a twin's vocabulary) decode to nothing."""
+    """Byte-level: token id = byte value (0-255), then the ChatML specials 256-258; ids >= 259 decode to nothing."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
     from transformers.convert_slow_tokenizer import bytes_to_unicode  # GPT-2's byte -> character map
@@ -100,8 +94,7 @@ def twin_tokenizer():
 
 
 def build_twin(spec: str, device: str | None = None, dtype: torch.dtype = torch.bfloat16):
-    """(model, tokenizer): the twin's network with seeded random weights, built directly on `device`
-    in `dtype` (a 3B twin on a GPU takes seconds). No LoRA, no quantisation (see load_policy)."""
+    """(model, tokenizer): the twin with seeded random weights, built on `device` in `dtype` (no LoRA)."""
     from transformers import AutoModelForCausalLM
 
     hub_id, shrink = parse_twin(spec)
@@ -119,17 +112,27 @@ def build_twin(spec: str, device: str | None = None, dtype: torch.dtype = torch.
     return model, tok
 
 
-def twin_folder(spec: str, root: str | os.PathLike) -> Path:
-    """The twin as an HF folder (bf16 safetensors + tokenizer), built once (on the GPU if there is
-    one) and cached under `root`, so `from_pretrained` (and its 4-bit quantisation) opens it."""
-    hub_id, shrink = parse_twin(spec)
-    name = hub_id.replace("/", "--") + "".join(f"-{k}{v}" for k, v in sorted(shrink.items()))
-    dest = Path(root) / f"{name}-seed{TWIN_SEED}"
+def build_folder(dest: Path, fill) -> Path:
+    """HF folder `dest`, made once by `fill(tmp)` in a temporary sibling, then renamed (no half folder)."""
     if (dest / "config.json").is_file():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".tmp", dir=dest.parent))
     try:
+        fill(tmp)
+        os.replace(tmp, dest) if not dest.exists() else shutil.rmtree(tmp)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def twin_folder(spec: str, root: str | os.PathLike) -> Path:
+    """The twin as an HF folder under `root`, built once, so `from_pretrained` (and 4-bit loading) opens it."""
+    hub_id, shrink = parse_twin(spec)
+    name = hub_id.replace("/", "--") + "".join(f"-{k}{v}" for k, v in sorted(shrink.items()))
+
+    def fill(tmp: Path) -> None:
         model, tok = build_twin(spec)
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
@@ -137,8 +140,4 @@ def twin_folder(spec: str, root: str | os.PathLike) -> Path:
         if torch.cuda.is_available():  # built there, but not part of any measurement: forget its memory and peak
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()
-        os.replace(tmp, dest) if not dest.exists() else shutil.rmtree(tmp)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return dest
+    return build_folder(Path(root) / f"{name}-seed{TWIN_SEED}", fill)

@@ -1,5 +1,4 @@
-"""The tiny test model: a random 2-layer Llama and a character tokenizer, built in code (no files),
-on which tests run every code path in milliseconds. Its text is noise."""
+"""The tiny test model: a random 2-layer Llama and a character tokenizer, built in code, for fast tests."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ TINY_CHAT_TEMPLATE = (
 
 
 def tiny_tokenizer():
-    """A character-level tokenizer built in code (no files): one token per ASCII char."""
+    """One token per printable ASCII character."""
     from tokenizers import Tokenizer, decoders, models
     from transformers import PreTrainedTokenizerFast
 
