@@ -1,4 +1,4 @@
-"""A full disk loses nothing (issue 21).
+"""A full disk loses nothing.
 
 At every write point of a run (`checkpoint.fault_point` names them) a hook raises
 OSError(ENOSPC), as a full disk would; at the metrics append it first writes half a line (a short

@@ -1,4 +1,4 @@
-"""A run folder is data, never code (issue 21).
+"""A run folder is data, never code.
 
 Students pass run folders around: a checkpoint to resume, an adapter to evaluate. A file in one that
 is not what its name claims (a trainer.pt carrying a pickled object, adapter weights that are a
