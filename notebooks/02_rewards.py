@@ -11,7 +11,8 @@
 #
 # **Question.** How is a rollout scored, and when does a group of rollouts carry no learning signal?
 #
-# **Time here**: a minute or two in full mode on a 2-core CPU, under a minute in small mode; the last cell prints this run's total.
+# **Time here**: the last cell prints this run's total and how much of it went to section 4's rollouts of
+# SmolLM2-135M (most of it in full mode; small mode uses a tiny random model).
 #
 # PODS trains with GRPO on **verifiable rewards**: a rule checks each rollout, with no learned reward
 # model (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026). `minipods.rewards` scores a completion as
@@ -27,16 +28,16 @@
 import os, time, warnings
 
 import minipods  # installed by scripts/setup.sh (pip install -e .)
+import lessons   # this folder's helper module: the figures
 
 import numpy as np
 import torch
-import matplotlib.pyplot as plt
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 SMALL = os.environ.get("MINIPODS_NB_SMALL") == "1"  # tiny sizes (the test suite sets this)
 T0 = time.perf_counter()
 torch.manual_seed(0)
-print(f"{'SMALL' if SMALL else 'full'} mode | torch {torch.__version__} | {torch.get_num_threads()} CPU threads")
+print(f"{'SMALL' if SMALL else 'full'} mode | torch {torch.__version__} | {torch.get_num_threads()} CPU thread(s)")
 
 # %% [markdown]
 # ## 1. The GSM8K answer format
@@ -51,7 +52,7 @@ from minipods.data import load_task, parse_gold
 from minipods.rewards import normalize_number
 
 items, source = load_task("gsm8k", "train", limit=8)
-print("data:", source, "\n")
+print("data:", lessons.data_source_label(source), "\n")  # the env variable and folder name, not this machine's path
 assert source.startswith("gsm8k") or not os.environ.get("MINIPODS_GSM8K_DIR"), "MINIPODS_GSM8K_DIR is set but unreadable"
 print(items[0]["answer"])
 print("\ngold:", items[0]["gold"])
@@ -123,14 +124,22 @@ for name, text, want in fmt_cases:
 # Now the real thing: $n$ rollouts of SmolLM2-135M-Instruct for a few GSM8K questions, scored with
 # `score_completions`. A 135M model solves very few GSM8K problems, so most groups are all wrong. The
 # package's synthetic word problems (`data.synthetic_problems`, one arithmetic step each; not part of
-# the paper) are easier, so mixed groups are likelier; we score both. The second cell below counts, for
+# the paper) are easier, so mixed groups are likelier; we score both. The figure's cell counts, for
 # this run, how many rollouts were right and how many earned any format reward: with a model this small
 # both can be rare, and then the scatter is mostly points at 0.
+#
+# The rollouts come from `minipods.fast.rollouts`, the package's **fast engine**: the contract of the
+# plain `minipods.rollouts.generate_rollouts` (same arguments, same `Rollouts` out, the same distribution
+# sampled) with less work — each distinct prompt is prefilled once and its KV cache copied to its $n$
+# rows, the cache is written in place rather than concatenated each step, sampling draws one uniform per
+# row and step (inverse CDF), and on CPU the LoRA adapter is folded into packed weights. `tests/test_fast.py`
+# holds the two engines equal: greedy completions token for token, sampled first tokens at softmax(logits / T)'s
+# frequencies.
 
 # %%
 from minipods.model import load_policy
 from minipods.data import build_prompt, synthetic_problems
-from minipods.fast.rollouts import generate_rollouts  # minipods.fast: the plain engine's distribution, less time
+from minipods.fast.rollouts import generate_rollouts  # the fast engine (above): plain's contract, less time
 from minipods.rewards import score_completions
 from minipods.twins.tiny import tiny_policy
 
@@ -139,37 +148,39 @@ P, n, max_new = (2, 4, 48) if SMALL else (4, 8, 192)
 
 def score_groups(task_items, seed=0):
     torch.manual_seed(seed)
-    ro = generate_rollouts(model, tok, [build_prompt(tok, it["question"]) for it in task_items], n,
-                           max_new_tokens=max_new, temperature=0.9, batch_size=32)
-    golds = [it["gold"] for it in task_items for _ in range(n)]
-    return ro, score_completions(ro.texts, golds)
+    prompts = [build_prompt(tok, it["question"]) for it in task_items]
+    ro = generate_rollouts(model, tok, prompts, n, max_new_tokens=max_new, temperature=0.9, batch_size=32)
+    golds = [it["gold"] for it in task_items for _ in range(n)]  # each gold once per rollout of its group
+    return ro, score_completions(ro.texts, golds)  # dict of lists: reward, correct, format
 
 groups = {"GSM8K": items[:P], "synthetic": synthetic_problems(P, seed=0)}
-scored = {name: score_groups(its) for name, its in groups.items()}
-ro, sc = scored["GSM8K"]
-for i in range(min(n, 3)):
-    print(f"--- GSM8K q0 rollout {i}: extracted {extract_answer(ro.texts[i])!r}, gold {items[0]['gold']!r}, "
-          f"reward {sc['reward'][i]:.3f}\n{ro.texts[i][:400]}")
+t = time.perf_counter()
+scored = {name: score_groups(its) for name, its in groups.items()}  # rows grouped: question 0's n first
+T_ROLLOUTS = time.perf_counter() - t  # the last cell prints its share of the notebook's time
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.5), sharey=True)
-fires = {}
-for ax, (name, (ro_, sc_)) in zip(axes, scored.items()):
-    r = torch.tensor(sc_["reward"]).view(P, n)
-    for g in range(P):
-        ax.scatter(np.full(n, g) + np.random.default_rng(g).uniform(-0.15, 0.15, n), r[g], alpha=0.7)
-    zero = int((r.max(1).values == r.min(1).values).sum())
-    fires[name] = (int(sum(c > 0 for c in sc_["correct"])), int(sum(f > 0 for f in sc_["format"])), P * n)
-    ax.set_title(f"{name}: {zero}/{P} groups with zero reward variance\n"
-                 f"{fires[name][0]}/{P * n} correct, {fires[name][1]}/{P * n} with a format reward")
-    ax.set_xlabel("question (group)"); ax.set_xticks(range(P)); ax.set_ylim(-0.1, 1.2); ax.grid(alpha=0.3)
+ro, sc = scored["GSM8K"]  # the first rollouts of GSM8K question 0, as the grader saw them
+for i in range(min(n, 3)):
+    t = ro.texts[i]  # a long one: its start and its end (where the last number, often the one extracted, is)
+    text = t if len(t) <= 420 else f"{t[:300]} [...] {t[-120:]}"
+    print(f"--- GSM8K q0 rollout {i}: extracted {extract_answer(t)!r}, gold {items[0]['gold']!r}, "
+          f"reward {sc['reward'][i]:.3f}\n{text}")
+
+# %%
+rewards = {name: torch.tensor(sc_["reward"]).view(P, n) for name, (_, sc_) in scored.items()}  # (P, n)
+silent = {name: int((r.max(1).values == r.min(1).values).sum()) for name, r in rewards.items()}
+fires = {name: (sum(c > 0 for c in sc_["correct"]), sum(f > 0 for f in sc_["format"]))
+         for name, (_, sc_) in scored.items()}  # rollouts right, rollouts with any format reward
+for name, r in rewards.items():
     print(f"{name:9s} rewards per group:", [[round(v, 3) for v in row] for row in r.tolist()])
-axes[0].set_ylabel("reward (correct + format)")
-plt.tight_layout(); plt.show()
-for name, (k_right, k_fmt, total) in fires.items():
-    print(f"{name:9s}: {k_right}/{total} rollouts correct, {k_fmt}/{total} earned a format reward"
-          + (" -- the format term never fired on these real rollouts; sections 3 and 5 show it on written examples"
-             if k_fmt == 0 else ""))
+lessons.plot_group_rewards(rewards, silent, fires)
+for name, (k_right, k_fmt) in fires.items():
+    print(f"{name:9s}: {k_right}/{P * n} rollouts correct, {k_fmt}/{P * n} earned a format reward, "
+          f"{silent[name]}/{P} groups with zero reward variance"
+          + (" -- the format term never fired here; section 3 shows it on written completions" if k_fmt == 0 else ""))
+if not SMALL:  # the prose above, on SmolLM2 (the tiny random model of SMALL mode solves nothing)
+    assert int((rewards["GSM8K"].max(1).values < 1).sum()) > P // 2, "most GSM8K groups should be all wrong"
+    assert fires["synthetic"][0] >= fires["GSM8K"][0], "the synthetic problems should be the easier ones"
 
 # %% [markdown]
 # ## 5. Zero-variance groups carry no GRPO signal
@@ -183,25 +194,23 @@ for name, (k_right, k_fmt, total) in fires.items():
 # (at the first gradient step, where the importance ratio is 1; $N$ = number of tokens). $\operatorname{std}$
 # is the **sample** standard deviation (divisor $n-1$, `torch.std`'s default, as in DeepSeekMath's and
 # TRL's code), not `np.std`'s population one (divisor $n$): for rewards $[1, 0, 0, 0]$ the correct
-# rollout's advantage is $0.75/0.5 = 1.5$, not $0.75/0.433 = 1.73$ (the cell checks both).
+# rollout's advantage is $0.75/0.5 = 1.5$, not $0.75/0.433 = 1.73$ (checked below).
 #
 # If all $r_i$ are equal, every $A_i = 0$ and the prompt's **policy-gradient term is exactly zero** — its
 # rollouts cost generation time and teach nothing. `grpo.group_advantages` returns exact zeros for such
-# groups (never NaN). With a KL penalty ($\beta > 0$; minipods and the paper's Qwen runs use $\beta = 0$)
-# the loss keeps a term $\beta \cdot \mathrm{KL}(\pi_\theta \,\|\, \pi_{\text{ref}})$ that has a gradient of its own
-# once the policy has moved away from the reference: such a group then only pulls the policy back
-# towards the reference.
+# groups (never NaN). The cell below takes four groups of rewards (the last mixes the format bonuses of
+# section 3: 0.025, 0.1 and a correct, well-formatted 1.1), then the loss's gradient with respect to
+# every token's log-probability: zero for zero advantages, $-A_i/N$ otherwise.
 
 # %%
 from minipods.grpo import group_advantages, grpo_loss
 
 for r in ([0., 0., 0., 0.], [1.1, 1.1, 1.1, 1.1], [0., 1., 0., 0.], [0., 0.025, 0.1, 1.1]):
-    a = group_advantages(torch.tensor(r), torch.zeros(4, dtype=torch.long))
+    a = group_advantages(torch.tensor(r), torch.zeros(4, dtype=torch.long))  # one group: all rows group 0
     print(f"rewards {r} -> advantages {[round(v, 3) for v in a.tolist()]}")
-    assert bool((a == 0).all()) == (len(set(r)) == 1)
+    assert bool((a == 0).all()) == (len(set(r)) == 1)  # zero advantages exactly when all rewards are equal
 
-# the loss gradient w.r.t. every token log-prob: zero for zero advantages, -A_i / N otherwise
-logp = torch.randn(4, 6, requires_grad=True)
+logp = torch.randn(4, 6, requires_grad=True)  # 4 rollouts x 6 tokens of made-up log-probabilities
 mask = torch.ones(4, 6)
 for adv in (torch.zeros(4), torch.tensor([1.5, -0.5, -0.5, -0.5])):
     logp.grad = None
@@ -210,13 +219,23 @@ for adv in (torch.zeros(4), torch.tensor([1.5, -0.5, -0.5, -0.5])):
     assert torch.allclose(logp.grad, -adv[:, None].expand(4, 6) / mask.sum())
     print("advantages", adv.tolist(), "-> d loss / d logp (row means):", [round(v, 4) for v in logp.grad.mean(1).tolist()])
 
-# the sample std: [1, 0, 0, 0]
+# %% [markdown]
+# The sample standard deviation, checked on $[1, 0, 0, 0]$ against `np.std`'s population one:
+
+# %%
 a = group_advantages(torch.tensor([1.0, 0.0, 0.0, 0.0]), torch.zeros(4, dtype=torch.long))
 a_pop = (1.0 - 0.25) / np.std([1.0, 0.0, 0.0, 0.0])
 print(f"rewards [1, 0, 0, 0]: advantage of the 1 = {float(a[0]):.3f} (sample std, minipods) vs {a_pop:.3f} (np.std)")
 assert abs(float(a[0]) - 1.5) < 1e-3 and abs(a_pop - 3 ** 0.5) < 1e-9
 
-# beta > 0: an all-equal group (zero advantages) still gets the KL term's gradient once logp != ref_logp
+# %% [markdown]
+# With a KL penalty ($\beta > 0$; minipods and the paper's Qwen runs use $\beta = 0$) the loss keeps a
+# term $\beta \cdot \mathrm{KL}(\pi_\theta \,\|\, \pi_{\text{ref}})$ that has a gradient of its own once the
+# policy has moved away from the reference: an all-equal group then only pulls the policy back towards
+# the reference. Below: zero advantages, $\beta = 0.04$, and token log-probabilities that differ from the
+# reference's by about 0.1:
+
+# %%
 logp.grad = None
 ref = logp.detach() + 0.1 * torch.randn(4, 6)   # a policy that has moved away from the reference
 loss, _ = grpo_loss(logp, logp.detach(), torch.zeros(4), mask, num_tokens=int(mask.sum()), beta=0.04, ref_logp=ref)
@@ -234,24 +253,24 @@ assert float(logp.grad.abs().max()) > 0
 #
 # For a weak model on hard questions ($p$ near 0) or a strong model on easy ones ($p$ near 1) this is
 # close to 1 unless $n$ is large. **A larger $n$ makes a mixed group far more likely** — and generating
-# is the cheap phase. PODS generates a large $n$ and then keeps the $m$ most informative rollouts for
+# is the phase that parallelises and needs little memory (the paper's premise; notebook 05 times both
+# phases). PODS generates a large $n$ and then keeps the $m$ most informative rollouts for
 # the expensive update (notebook 03). No down-sampling rule can rescue a group whose $n$ rewards are all
 # equal.
 
 # %%
-ps = np.linspace(0, 1, 201)
+def p_silent(p, n):
+    return p ** n + (1 - p) ** n  # all n right or all n wrong
+
 rng = np.random.default_rng(0)
-fig, ax = plt.subplots(figsize=(7, 3.5))
 for nn in (4, 16, 64):
-    ax.plot(ps, ps ** nn + (1 - ps) ** nn, label=f"n = {nn}")
-    for p in (0.05, 0.5, 0.9):  # Monte-Carlo check of the formula
+    for p in (0.05, 0.5, 0.9):  # Monte-Carlo check of the formula: 20,000 simulated groups
         sims = rng.random((20000, nn)) < p
         mc = np.mean(sims.all(1) | (~sims).all(1))
-        assert abs(mc - (p ** nn + (1 - p) ** nn)) < 0.02, (nn, p, mc)
-ax.set_xlabel("per-question success probability p"); ax.set_ylabel("P[all n rewards equal]")
-ax.set_title("zero-variance groups become rare as n grows"); ax.legend(loc="best"); plt.show()
+        assert abs(mc - p_silent(p, nn)) < 0.02, (nn, p, mc)
+lessons.plot_silent_probability(ns=(4, 16, 64))
 for p in (0.02, 0.2):
-    print(f"p = {p}: P[zero variance] = " + ", ".join(f"{(p ** k + (1 - p) ** k):.3f} (n={k})" for k in (4, 16, 64)))
+    print(f"p = {p}: P[zero variance] = " + ", ".join(f"{p_silent(p, k):.3f} (n={k})" for k in (4, 16, 64)))
 
 # %% [markdown]
 # **Takeaways.** Rewards are rule-based and lenient about where the number is; the format term is a
@@ -268,4 +287,6 @@ for p in (0.02, 0.2):
 # * P(group of n silent) = p^n + (1−p)^n: more rollouts per prompt, fewer silent groups.
 
 # %%
-print(f"notebook ran in {time.perf_counter() - T0:.0f} s ({'SMALL' if SMALL else 'full'} mode)")
+total = time.perf_counter() - T0
+print(f"notebook ran in {total:.0f} s ({'SMALL' if SMALL else 'full'} mode), {T_ROLLOUTS:.0f} s of it section 4's {2 * P * n} rollouts")
+assert SMALL or T_ROLLOUTS > total / 2, "cell 0 says the rollouts take most of a full-mode run"
