@@ -278,11 +278,12 @@ if not SMALL:  # derived from timings: checked on the full run only (the reading
 # * The matrix products read each weight once for all $B$ rows; while $B < B^*$ reading the weights,
 #   not the arithmetic, sets their floor (memory-bound), and their measured time grows far slower than
 #   $B$ (asserted in full mode). So $B$ sequences in one call cost far less than $B$ calls of one.
-# * The jump from $B = 1$ to $B = 2$, and the nearly free step from 2 to 4 after it, are in the matrix
-#   products themselves: the last line prints their ratios beside the step's (asserted in full mode). A
-#   one-row product is a matrix-vector product, which the math library computes with another routine
-#   than a product of two or more rows; on this CPU the matrix-matrix routine costs more per weight read
-#   when the rows are few. Past that switch, extra rows add little until the arithmetic catches up.
+# * The decode step's jump from $B = 1$ to $B = 2$, and its flatter rise from 2 to 4, show in the matrix
+#   products alone too: the last line prints their ratios beside the step's (the pattern is asserted in
+#   full mode). A one-row product is a matrix-vector product, which the math library computes with
+#   another routine than a product of two or more rows; on this CPU the matrix-matrix routine costs more
+#   per weight read when the rows are few. Past that switch, extra rows add little until the arithmetic
+#   catches up with the weight reading.
 # * The prefill grows with $B$ all along (it processes $B \times$ the prompt's tokens), and past $B^*$ the
 #   roofline makes the decode step compute-bound: both keep the throughput below perfect scaling.
 #
