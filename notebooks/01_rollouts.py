@@ -34,9 +34,9 @@ import os, time, warnings
 
 import minipods  # installed by scripts/setup.sh (pip install -e .)
 
-import numpy as np
 import torch
-import matplotlib.pyplot as plt
+
+import lessons  # the notebooks' helpers: figures and the timing tools of section 5
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 SMALL = os.environ.get("MINIPODS_NB_SMALL") == "1"  # tiny sizes (the test suite sets this)
@@ -66,22 +66,27 @@ print(f"vocab {len(tok)} | pad {tok.pad_token!r} | eos {tok.eos_token!r} | paddi
 # %% [markdown]
 # ## 2. GSM8K prompts with the chat template
 #
-# GSM8K (Cobbe et al., 2021) holds grade-school word problems (7,473 train / 1,319 test) whose reference
-# solutions end in `#### <number>`. The policy sees only the question, wrapped by `data.build_prompt`
-# in the tokenizer's chat template: a system turn that asks for `<reasoning>…</reasoning>` and
-# `<answer>…</answer>` tags, the user turn with the question, and the assistant header, so that
-# generation continues *as the assistant*.
+# GSM8K (Cobbe et al., 2021) holds grade-school word problems (7,473 train / 1,319 test: the cell
+# counts them) whose reference solutions end in `#### <number>`. The policy sees only the question,
+# wrapped by `data.build_prompt` in the tokenizer's chat template: a system turn that asks for
+# `<reasoning>…</reasoning>` and `<answer>…</answer>` tags, the user turn with the question, and the
+# assistant header, so that generation continues *as the assistant*.
 #
 # `load_task` reads GSM8K from `$MINIPODS_GSM8K_DIR` (or the hub); if neither is there it falls back,
-# loudly, to the package's synthetic word problems so the notebook still runs.
+# loudly, to the package's synthetic word problems so the notebook still runs. The cell prints where the
+# data came from by the variable's name and the folder's, never this machine's path.
 
 # %%
 from minipods.data import load_task, build_prompt
 
 P = 2 if SMALL else 4  # prompts
 items, source = load_task("gsm8k", "train", limit=P)
-print("data:", source)
+print("data:", lessons.data_label(source))  # the env variable and folder name, not this machine's path
 assert source.startswith("gsm8k") or not os.environ.get("MINIPODS_GSM8K_DIR"), "MINIPODS_GSM8K_DIR is set but unreadable"
+if source.startswith("gsm8k"):  # the split sizes the text quotes, counted
+    sizes = {split: len(load_task("gsm8k", split)[0]) for split in ("train", "test")}
+    print(f"GSM8K: {sizes['train']:,} train / {sizes['test']:,} test problems")
+    assert sizes == {"train": 7473, "test": 1319}, sizes
 print(items[0]["question"], "\n-> gold answer:", items[0]["gold"])
 prompts = [build_prompt(tok, it["question"]) for it in items]
 print("-" * 60)
@@ -130,13 +135,7 @@ for g in range(P):
     print(f"prompt {g}: {pads:3d} pad tokens on the left; first real tokens:",
           tok.convert_ids_to_tokens(ro.prompt_ids[row, pads:pads + 4].tolist()))
 
-mask = torch.cat([ro.prompt_mask, ro.completion_mask], 1)
-fig, ax = plt.subplots(figsize=(10, 0.25 * len(ro) + 1.2))
-ax.imshow(mask, aspect="auto", cmap="Greys", interpolation="nearest", vmin=0, vmax=1)
-ax.axvline(ro.prompt_ids.shape[1] - 0.5, color="tab:red", lw=2, label="prompt | completion")
-ax.set_xlabel("token column"); ax.set_ylabel("row (prompt-major)")
-ax.set_title("attention mask: black = real token, white = padding (left in the prompt, right after EOS)")
-ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0)); plt.show()
+lessons.plot_attention_mask(ro)  # black = real token: pads on the left of prompts, after EOS in completions
 
 # %% [markdown]
 # The checks below pin down the layout (they fail if the package changes it):
@@ -192,70 +191,120 @@ for label, kw in [("greedy", dict(do_sample=False)), ("T=0.5", dict(temperature=
 # %% [markdown]
 # ## 5. Why inference is cheap to parallelise
 #
-# One decoding step of a batch of $B$ sequences reads every weight once and does about
-# $2 \times \text{params}$ FLOPs *per sequence*. At small $B$ the step is bound by memory bandwidth
-# (reading the weights), so $B$ sequences cost little more than one; throughput grows almost linearly in
-# $B$ until the hardware becomes compute-bound. On a GPU that happens late (the paper generates 64
-# rollouts per prompt in parallel); a 2-core CPU has less compute to spare, so the gain flattens sooner.
-# We time $B$ copies of one prompt for a fixed number of new tokens. One timing on a shared CPU is noisy
-# (other jobs, the first call's overheads), so each $B$ runs `REPEATS` times, in rounds over all $B$: we
-# plot the fastest and print the median beside it. The cell then prints what $B$ sequences cost relative to one.
+# One decoding step of a batch of $B$ sequences reads every weight once, whatever $B$, and does about
+# 2 FLOPs per weight *per sequence*. It cannot take less than either part: reading the weights at the
+# machine's memory bandwidth, or the arithmetic at its matmul rate (the step's **roofline**, the larger
+# of the two). Below the batch size where the two are equal the step is **memory-bound**: its time is
+# set by the bytes it moves (the weights), not by its arithmetic, so its floor for $B$ sequences is the
+# same as for one. That is the one sense of "memory-bound" in these notebooks. Above it the step is
+# compute-bound.
+#
+# We time $B$ copies of one prompt for a fixed number of new tokens, and the same call with one new
+# token: that is the prefill alone (the prompt's forward pass), so the decode step's own time is
+# (call − prefill) / (steps − 1). One timing on a shared CPU is noisy (other jobs, the first call's
+# overheads), so each $B$ runs `REPEATS` times, in rounds over all $B$: we keep the fastest and print the
+# median beside it.
 
 # %%
 batch_sizes = [1, 2, 4] if SMALL else [1, 2, 4, 8, 16]
 new_tokens = 12 if SMALL else 48
 REPEATS = 3
 generate_rollouts(model, tok, prompts[:1], 1, max_new_tokens=4)  # warm-up (first-call overheads)
-runs_by_B = {B: [] for B in batch_sizes}
+runs = {B: [] for B in batch_sizes}
 for _ in range(REPEATS):  # in rounds over all B: a slow spell on a shared CPU then hits every B, not one
     for B in batch_sizes:
-        torch.manual_seed(0)  # the same tokens every repeat: only the timing varies
-        r = generate_rollouts(model, tok, prompts[:1], B, max_new_tokens=new_tokens, batch_size=B)
-        runs_by_B[B].append((r.seconds, r.num_tokens))
-bench = []
-for B, runs_B in runs_by_B.items():
-    fastest = min(runs_B)
-    bench.append((B, fastest[0], fastest[1] / fastest[0], float(np.median([t for t, _ in runs_B]))))
-    print(f"B={B:2d}: {fastest[0]:6.2f} s per generate call (fastest of {REPEATS}; median {bench[-1][3]:.2f} s), "
-          f"{bench[-1][2]:7.1f} tokens/s")
+        for max_new in (new_tokens, 1):  # the whole call, then its prefill alone
+            torch.manual_seed(0)  # the same tokens every repeat: only the timing varies
+            r = generate_rollouts(model, tok, prompts[:1], B, max_new_tokens=max_new, batch_size=B)
+            runs[B].append((max_new, r.seconds, r.num_tokens, r.completion_ids.shape[1]))
+bench = lessons.batch_timing(runs)  # per B: fastest call, median, tokens/s, prefill, decode step
+for b in bench:
+    print(f"B={b['B']:2d}: {b['call_s']:6.2f} s per call (fastest of {REPEATS}; median {b['median_s']:.2f} s), "
+          f"{b['tokens_per_s']:6.1f} tokens/s | prefill {b['prefill_s']:5.2f} s, "
+          f"decode step {1e3 * b['step_s']:6.1f} ms")
 
-Bs, secs, tps, meds = zip(*bench)
-fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.5))
-a1.plot(Bs, tps, "o-", label="measured (fastest)")
-a1.plot(Bs, [tps[0] * b for b in Bs], "--", color="grey", label="perfect scaling (B x batch-1)")
-a1.set_xlabel("batch size B"); a1.set_ylabel("tokens / s"); a1.set_xscale("log", base=2); a1.legend(loc="best")
-a1.set_title("throughput")
-a2.plot(Bs, secs, "o-", label="fastest"); a2.plot(Bs, meds, "x", color="grey", label=f"median of {REPEATS}")
-a2.set_xlabel("batch size B"); a2.set_ylabel("seconds per call"); a2.set_xscale("log", base=2)
-a2.legend(loc="best"); a2.set_title("time per generate call")
-fig.suptitle(f"generation, {new_tokens} new tokens, {torch.get_num_threads()} CPU threads")
-plt.tight_layout(); plt.show()
-B_max = Bs[-1]
-cost_ratio = secs[-1] / secs[0]
+# %%
+lessons.plot_batch_timing(bench, new_tokens, REPEATS)
+first, last = bench[0], bench[-1]
+B_max, cost_ratio = last["B"], last["call_s"] / first["call_s"]
 print(f"{B_max} sequences in one call cost {cost_ratio:.1f}x one sequence ({B_max / cost_ratio:.1f}x cheaper per "
-      f"sequence than one at a time); throughput {tps[0]:.0f} -> {tps[-1]:.0f} tokens/s, "
-      f"{100 * tps[-1] / (B_max * tps[0]):.0f}% of perfect scaling")
-if not SMALL:  # a wall-clock claim: checked on the full run only
-    assert tps[-1] > tps[0]  # batching raises throughput (the takeaway below)
+      f"sequence than one at a time); throughput {first['tokens_per_s']:.0f} -> {last['tokens_per_s']:.0f} tokens/s, "
+      f"{100 * last['tokens_per_s'] / (B_max * first['tokens_per_s']):.0f}% of perfect scaling")
+print(f"one decode step: {1e3 * first['step_s']:.0f} ms at B=1, {1e3 * last['step_s']:.0f} ms at B={B_max}; "
+      f"prefill {first['prefill_s']:.2f} s -> {last['prefill_s']:.2f} s (it processes B x the prompt's tokens)")
+if not SMALL:  # wall-clock claims: checked on the full run only
+    assert last["tokens_per_s"] > first["tokens_per_s"]  # batching raises throughput (the takeaway below)
+    assert cost_ratio < B_max  # B sequences in one call cost less than B calls of one
 
 # %% [markdown]
+# Where does the time go? The cell below measures this machine's memory bandwidth and float32 matmul
+# rate, prices one decode step's matrix products with them (the roofline: every linear weight read
+# once, 2 FLOPs per weight per row), and times those matrix products alone (random inputs, the same
+# weights) beside the decode step measured above. The rest of the step is everything else it does:
+# attention over the KV cache, the cache's bookkeeping, sampling the next token, and Python and PyTorch
+# dispatching hundreds of small operations (30 layers, and LoRA's two extra products on every projection).
+
+# %%
+rates = lessons.machine_rates(SMALL)
+roof = {r["B"]: r for r in lessons.decode_roofline(model, rates, batch_sizes)}
+mm = lessons.weight_matmul_seconds(model, batch_sizes)
+print(f"this machine ({rates['threads']} CPU threads): memory {rates['mem_gbs']:.1f} GB/s, float32 matmuls "
+      f"{1e3 * rates['fp32_tflops']:.0f} GFLOP/s | linear weights read per step {roof[1]['weight_mib']:.1f} MiB")
+for b in bench:
+    B, r = b["B"], roof[b["B"]]
+    print(f"B={B:2d}: decode step {1e3 * b['step_s']:6.1f} ms = matrix products {1e3 * mm[B]:6.1f} ms + rest "
+          f"{1e3 * (b['step_s'] - mm[B]):6.1f} ms | roofline: weights {1e3 * r['memory_s']:5.1f} ms, "
+          f"arithmetic {1e3 * r['compute_s']:5.1f} ms -> {r['bound']}-bound")
+
+# %%
+B_star = lessons.crossover_batch(4, rates["mem_gbs"], rates["fp32_tflops"])  # float32: 4 bytes per weight
+gpu = lessons.L40S_DATASHEET
+B_gpu = lessons.crossover_batch(2, gpu["mem_gbs"], gpu["bf16_tflops"])  # bf16: 2 bytes per weight
+print(f"crossover (arithmetic takes as long as reading the weights): B* = {B_star:.0f} on this machine; "
+      f"{B_gpu:.0f} on an L40S (the paper's GPU) from its datasheet ({gpu['mem_gbs']:.0f} GB/s, "
+      f"{gpu['bf16_tflops']:.0f} TFLOP/s bf16), bf16 weights: an estimate, not measured here")
+step = {b["B"]: b["step_s"] for b in bench}
+print(f"B=1 -> 2: decode step x{step[2] / step[1]:.2f}, its matrix products x{mm[2] / mm[1]:.2f} | "
+      f"B=2 -> 4: decode step x{step[4] / step[2]:.2f}, its matrix products x{mm[4] / mm[2]:.2f}")
+if not SMALL:  # derived from timings: checked on the full run only (the reading below)
+    assert roof[1]["bound"] == "memory" and B_star < 64 < B_gpu
+    assert mm[B_max] / mm[1] < B_max / 2  # the matrix products grow far slower than B
+    assert step[2] / step[1] > step[4] / step[2] and mm[2] / mm[1] > mm[4] / mm[2]  # the jump at B = 1 -> 2
+
+# %% [markdown]
+# **Reading the numbers.** The roofline is a floor, not a prediction: the lines above put the measured
+# decode step beside it, split into its matrix products and the rest.
+#
+# * The matrix products read each weight once for all $B$ rows; while $B < B^*$ reading the weights,
+#   not the arithmetic, sets their floor (memory-bound), and their measured time grows far slower than
+#   $B$ (asserted in full mode). So $B$ sequences in one call cost far less than $B$ calls of one.
+# * The decode step's jump from $B = 1$ to $B = 2$, and its flatter rise from 2 to 4, show in the matrix
+#   products alone too: the last line prints their ratios beside the step's (the pattern is asserted in
+#   full mode). A one-row product is a matrix-vector product, which the math library computes with
+#   another routine than a product of two or more rows; on this CPU the matrix-matrix routine costs more
+#   per weight read when the rows are few. Past that switch, extra rows add little until the arithmetic
+#   catches up with the weight reading.
+# * The prefill grows with $B$ all along (it processes $B \times$ the prompt's tokens), and past $B^*$ the
+#   roofline makes the decode step compute-bound: both keep the throughput below perfect scaling.
+#
 # **Takeaways.**
 #
 # * Rollouts are produced by one batched `generate` per chunk: prompts left-padded, completions masked
 #   after their first EOS, rows grouped by prompt.
 # * The temperature sets how different the $n$ rollouts of a prompt are — the raw material of the
 #   GRPO signal.
-# * Throughput grows with batch size because decoding is memory-bound (the last cell asserts the growth
-#   and prints what $B$ sequences cost relative to one). On a GPU the growth stays close to linear over a
-#   wide range, which makes a large $n$ cheap — the premise of PODS. On a 2-core CPU it flattens sooner:
-#   extra rollouts are cheaper per sequence than one at a time, but not free; notebook 05 prices them
-#   against the update on this machine.
+# * Throughput grows with batch size (asserted) because a decode step reads the weights once for all its
+#   rows; at small $B$ that reading, not the arithmetic, sets the step's floor (memory-bound). On this
+#   CPU the crossover $B^*$ printed above lies below the paper's $n = 64$ (asserted), so extra rollouts
+#   are cheaper per sequence than one at a time but not free; notebook 05 prices them against the update
+#   on this machine. The same roofline with an L40S's datasheet numbers puts $B^*$ far above 64: the
+#   premise of PODS, estimated here from a datasheet, not measured.
 #
 # **On a card.**
 #
 # * One batched `generate` makes all n rollouts of a prompt: left-padded prompts, completions masked after the first EOS.
 # * Temperature sets how different the n rollouts are: the raw material of GRPO's signal.
-# * Batching reads the weights once for many tokens: n rollouts cost much less than n separate calls (printed above for this CPU); on a GPU (the paper's premise) the saving is larger still.
+# * At small batch a decode step's floor is reading the weights once for all its rows (memory-bound: time set by bytes moved, not arithmetic), so n rollouts cost much less than n separate calls (printed above for this CPU); on a GPU the roofline puts that regime far beyond the paper's n = 64 (a datasheet estimate).
 
 # %%
 print(f"notebook ran in {time.perf_counter() - T0:.0f} s ({'SMALL' if SMALL else 'full'} mode)")
