@@ -1,7 +1,7 @@
 """PODS down-sampling rules: choose m of the n scored rollouts to train on.
 
 PODS (Xu et al., "Not All Rollouts are Useful", TMLR 2026) generates n rollouts per prompt (cheap,
-parallel inference) but updates the policy on only m < n of them (expensive, memory-bound training).
+parallel inference) but updates the policy on only m < n of them (expensive, memory-hungry training).
 Section 3 keeps the subset with the largest reward variance ("max-variance down-sampling"): a strong,
 contrastive signal for GRPO's group-normalised advantages. Baselines: the best m, a uniform random m.
 
