@@ -18,14 +18,14 @@
 #
 # 1. advantages on the kept subset;
 # 2. the objective: per-token log-probabilities (chunked vs. naive), clipping, and three ways of averaging
-#    over tokens (DeepSeekMath's GRPO, DAPO — what minipods uses — and Dr. GRPO);
+#    over tokens (DeepSeekMath's GRPO, DAPO — minipods' default — and Dr. GRPO);
 # 3. a real update that changes the LoRA weights, and the KL penalty through the *disabled adapter*;
 # 4. how update time and memory grow with $m$;
 # 5. what 4-bit quantisation + LoRA (QLoRA, the paper's setting) save;
 # 6. will the paper's recipe fit my GPU? (`minipods.plan`, both phases priced apart);
 #
-# then the takeaways, and an appendix on library internals (bitsandbytes' 4-bit layers on a CPU, their
-# quantisation scales, and the shallow twins the planner's measured terms come from).
+# then the takeaways, and two appendices on library internals: (A) bitsandbytes' 4-bit layers on a CPU
+# and their quantisation scales, (B) the shallow twins the planner's measured terms come from.
 
 # %%
 import os, time, warnings
@@ -55,7 +55,7 @@ print(f"{'SMALL' if SMALL else 'full'} mode | torch {torch.__version__} | {torch
 # $$A_i = \frac{r_i - \operatorname{mean}_{j\in S}(r_j)}{\operatorname{std}_{j \in S}(r_j) + \varepsilon},\qquad i \in S .$$
 #
 # The std is the **sample** standard deviation (divisor $m-1$: `torch.std`'s default, as in DeepSeekMath's
-# and TRL's code), not the population one (`np.std`, divisor $m$); the last lines of the next cell show
+# and TRL's code), not the population one (`np.std`, divisor $m$); the second cell below shows
 # what that changes for the rewards $[1, 0, 0, 0]$.
 #
 # To make non-zero rewards likelier from a 135M model we use the package's synthetic word problems
@@ -179,7 +179,7 @@ assert torch.allclose(logp.grad, -a[:, None].expand(3, 5) / 15) and stats["clip_
 # | variant | divides by | per-token weight $w_i$ | advantage |
 # |---|---|---|---|
 # | sequence-level (DeepSeekMath's GRPO; TRL `loss_type="grpo"`) | $\lvert o_i\rvert$, then the mean over the $G$ sequences | $A_i / (G\,\lvert o_i\rvert)$ | standardised |
-# | token-level (DAPO; TRL's default `"dapo"`; **minipods**) | all kept tokens $\sum_j \lvert o_j\rvert$ | $A_i / \sum_j \lvert o_j\rvert$ | standardised |
+# | token-level (DAPO; TRL's default `"dapo"`; **minipods' default**) | all kept tokens $\sum_j \lvert o_j\rvert$ | $A_i / \sum_j \lvert o_j\rvert$ | standardised |
 # | Dr. GRPO (TRL `"dr_grpo"` with `scale_rewards="none"`) | the constant $G \cdot L_{\max}$ (`max_new_tokens`) | $A^{\text{Dr}}_i / (G\,L_{\max})$ | $A^{\text{Dr}}_i = r_i - \bar r$, no std |
 #
 # Why they differ, in one sentence each:
@@ -190,8 +190,10 @@ assert torch.allclose(logp.grad, -a[:, None].expand(3, 5) / 15) and stats["clip_
 #   and the step size depends on how many tokens this particular batch happened to contain.
 # * **Dr. GRPO** makes a token's weight independent of every length in the batch (the divisor is a
 #   constant) and drops the std division, so a group whose rewards differ only by a small format bonus
-#   gets a proportionally small push instead of the same $\pm 1$ advantages as a group that differs in
+#   gets a proportionally small push instead of advantages as large as those of a group that differs in
 #   correctness.
+#
+# (minipods trains with `loss_type="dapo"` by default; its `paper` preset uses `"grpo"`, the authors' loss.)
 #
 # Below, on the kept rollouts of section 1 (real completions with their real lengths): one forward pass,
 # the three losses built from `grpo_loss` (per row for the sequence-level one), the per-token weights
@@ -241,7 +243,7 @@ fmt_rows, cor_rows = batch.group == 1, batch.group == 0
 print(f"largest |advantage|: correctness group {float(adv_std[cor_rows].abs().max()):.2f} (std) vs "
       f"{float(adv_dr[cor_rows].abs().max()):.3f} (Dr. GRPO); format-only group {float(adv_std[fmt_rows].abs().max()):.2f} "
       f"(std) vs {float(adv_dr[fmt_rows].abs().max()):.3f} (Dr. GRPO)")
-assert adv_std[fmt_rows].abs().max() > 0.5 * adv_std[cor_rows].abs().max()  # std: a format-only group is pushed as hard
+assert adv_std[fmt_rows].abs().max() > 0.5 * adv_std[cor_rows].abs().max()  # std: a format-only group is pushed about as hard
 assert adv_dr[fmt_rows].abs().max() < 0.05 * adv_dr[cor_rows].abs().max()   # Dr. GRPO: in proportion to 0.025 vs 1
 same_len = bool((lens == lens[0]).all())
 print("all kept rollouts have the same length: sequence- and token-level coincide" if same_len else
@@ -318,7 +320,7 @@ print(f"KL to reference: before {kl_before:.2e}, after {kl_after:.2e} | max |cha
 assert kl_before == 0.0  # B = 0: the adapter is an exact no-op
 if (adv != 0).any():
     assert moved > 0 and kl_after > 0
-    assert 0.99 * LR < moved <= LR * (1 + 1e-5)  # Adam's first step: about lr per weight (next cell)
+    assert 0.99 * LR < moved <= LR * (1 + 1e-5)  # Adam's first step: about lr per weight (see below)
 else:
     print("all kept advantages are 0 (every kept group had equal rewards): no signal, nothing moved")
     assert moved == 0
@@ -329,8 +331,8 @@ else:
 # $\mathrm{lr}\cdot g/(|g| + \varepsilon) \approx \pm\,\mathrm{lr}$ whatever the size of its gradient
 # (clipping the gradient norm rescales $g$ and changes nothing; weight decay multiplies $B = 0$). So the
 # largest change printed is the learning rate itself, and the share of $B$'s entries that moved by
-# nearly that much is printed beside it: the first step's size is set by `lr`, not by the loss —
-# one reason RL recipes keep `lr` small (the paper: $5\cdot10^{-6}$).
+# nearly that much is printed beside it: the first step's size is set by `lr`, not by the size of the
+# loss or of its gradient.
 
 # %% [markdown]
 # ## 4. Update time and memory grow with $m$
@@ -340,7 +342,7 @@ else:
 # advantages: their values don't change the cost). From $m$ = `micro` on, every micro-batch is those
 # same rollouts — the same size and padded length — and only the number of micro-batches grows with $m$.
 # Below `micro` the one micro-batch holds only the first $m$ of them, padded to the longest of those, so
-# its length can change with $m$ too: the first column printed below gives each $m$'s micro-batch shape
+# its length can change with $m$ too: the `micro-batch` column printed below gives each $m$'s shape
 # (rows × prompt + completion tokens), and where the length grows, activations grow faster than $m$.
 #
 # We track the **activations held for backward** with `torch.autograd.graph.saved_tensors_hooks`: each

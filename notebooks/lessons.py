@@ -37,7 +37,8 @@ def cosine(a, b) -> float:
 def print_weight_table(lens, rewards, adv_std, adv_dr, weights: dict) -> None:
     """One row per kept rollout: its length, reward, standardised and Dr. GRPO advantage, and the
     per-token weight w_i (x 1e3) of each averaging variant in `weights` (name -> (G,) tensor)."""
-    print(f"{'row':>3} {'|o_i|':>5} {'reward':>6} {'A_i':>6} {'A_Dr':>6} | per-token weight x 1e3: " + " | ".join(weights))
+    head = f"{'row':>3} {'|o_i|':>5} {'reward':>6} {'A_i':>6} {'A_Dr':>6}"
+    print(f"{head} | per-token weight x 1e3: " + " | ".join(weights))
     for i in range(len(lens)):
         print(f"{i:3d} {int(lens[i]):5d} {float(rewards[i]):6.3f} {float(adv_std[i]):6.2f} {float(adv_dr[i]):6.3f} | "
               + " | ".join(f"{1e3 * float(w[i]):+9.3f}" for w in weights.values()))
@@ -73,7 +74,8 @@ def plot_update_cost(cost: list[dict], repeats: int, fit: tuple, micro: int) -> 
     a1.set_title("update time grows with m")
     a2.plot(ms, [c["act_all"] for c in cost], "o-", color="tab:orange", label="one forward over all m")
     a2.plot(ms, [c["act_upd"] for c in cost], "s--", color="tab:green", label=f"grpo_update, micro-batches of {micro}")
-    a2.set_xlabel("kept rollouts m"); a2.set_ylabel("activations held for backward (MiB)"); a2.legend(loc="best", fontsize=8)
+    a2.set_xlabel("kept rollouts m"); a2.set_ylabel("activations held for backward (MiB)")
+    a2.legend(loc="best", fontsize=8)
     a2.set_title("activation memory is capped by the micro-batch")
     plt.tight_layout(); plt.show()
 
@@ -117,7 +119,8 @@ def qlora_memory(q_model, f_model, optimizer, activations: float) -> dict:
         "base: everything in fp32 instead": nbytes([p for p in f_model.parameters() if not p.requires_grad]),
         "LoRA adapter": nbytes(train_p),
         "gradients": nbytes(train_p),
-        "AdamW state": nbytes([t for s in optimizer.state.values() for t in s.values() if torch.is_tensor(t) and t.dim() > 0]),
+        "AdamW state": nbytes([t for st in optimizer.state.values() for t in st.values()
+                               if torch.is_tensor(t) and t.dim() > 0]),  # the moments (not the 0-d step count)
         "activations (1 micro-batch)": activations,
     }
 
@@ -128,7 +131,8 @@ def plot_memory(mem: dict) -> None:
 
     mib = [v / 2**20 for v in mem.values()]
     fig, ax = plt.subplots(figsize=(8, 3))
-    ax.barh(list(mem), mib, color=["tab:blue", "tab:cyan", "lightgrey", "tab:green", "tab:olive", "tab:orange", "tab:red"])
+    colors = ["tab:blue", "tab:cyan", "lightgrey", "tab:green", "tab:olive", "tab:orange", "tab:red"]
+    ax.barh(list(mem), mib, color=colors)
     for i, v in enumerate(mib):
         ax.text(v, i, f" {v:.2f} MiB", va="center", fontsize=8)
     ax.set_xlim(0, 1.25 * max(mib)); ax.set_xlabel("MiB"); ax.invert_yaxis()
