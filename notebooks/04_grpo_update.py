@@ -14,11 +14,18 @@
 # **Time here**: a few minutes in full mode on a 2-core CPU, about a minute in small mode; the last cell prints this run's total.
 #
 # The second, expensive phase of a PODS step (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026): one GRPO update on the $m$ kept
-# rollouts of each prompt. Step by step with `minipods.grpo`: advantages on the kept subset, per-token
-# log-probabilities (chunked vs. naive), the clipped objective and three ways of averaging it over tokens
-# (DeepSeekMath's GRPO, DAPO — what minipods uses — and Dr. GRPO), the KL penalty through the *disabled
-# adapter*, a real update that changes the LoRA weights, how update time and memory grow with $m$, and
-# what 4-bit quantisation + LoRA (QLoRA, the paper's setting) save.
+# rollouts of each prompt. Step by step with `minipods.grpo`:
+#
+# 1. advantages on the kept subset;
+# 2. the objective: per-token log-probabilities (chunked vs. naive), clipping, and three ways of averaging
+#    over tokens (DeepSeekMath's GRPO, DAPO — minipods' default — and Dr. GRPO);
+# 3. a real update that changes the LoRA weights, and the KL penalty through the *disabled adapter*;
+# 4. how update time and memory grow with $m$;
+# 5. what 4-bit quantisation + LoRA (QLoRA, the paper's setting) save;
+# 6. will the paper's recipe fit my GPU? (`minipods.plan`, both phases priced apart);
+#
+# then the takeaways, and two appendices on library internals: (A) bitsandbytes' 4-bit layers on a CPU
+# and their quantisation scales, (B) the shallow twins the planner's measured terms come from.
 
 # %%
 import os, time, warnings
@@ -28,6 +35,8 @@ import minipods  # installed by scripts/setup.sh (pip install -e .)
 import numpy as np
 import torch
 import matplotlib.pyplot as plt
+
+import lessons  # this folder's helper module: figures and secondary analyses
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 SMALL = os.environ.get("MINIPODS_NB_SMALL") == "1"  # tiny sizes (the test suite sets this)
@@ -46,7 +55,7 @@ print(f"{'SMALL' if SMALL else 'full'} mode | torch {torch.__version__} | {torch
 # $$A_i = \frac{r_i - \operatorname{mean}_{j\in S}(r_j)}{\operatorname{std}_{j \in S}(r_j) + \varepsilon},\qquad i \in S .$$
 #
 # The std is the **sample** standard deviation (divisor $m-1$: `torch.std`'s default, as in DeepSeekMath's
-# and TRL's code), not the population one (`np.std`, divisor $m$); the last lines of the next cell show
+# and TRL's code), not the population one (`np.std`, divisor $m$); the second cell below shows
 # what that changes for the rewards $[1, 0, 0, 0]$.
 #
 # To make non-zero rewards likelier from a 135M model we use the package's synthetic word problems
@@ -59,7 +68,6 @@ from minipods.fast.rollouts import generate_rollouts  # minipods.fast: the plain
 from minipods.rewards import score_completions
 from minipods.train import select_kept
 from minipods.grpo import group_advantages
-
 from minipods.twins.tiny import tiny_policy
 
 # fp32 SmolLM2-135M-Instruct + LoRA r=64 on all linear layers (SMALL: the package's tiny random test model)
@@ -73,6 +81,8 @@ rewards = torch.tensor(score_completions(ro.texts, [it["gold"] for it in items f
 flat = select_kept(rewards, n, m, "max_variance", seed=0, step=1)           # (P*m,) rows into ro, group-major
 batch = ro.select(flat)                                                     # the kept rollouts only
 adv = group_advantages(rewards[flat], batch.group)
+
+# %%
 for g in range(P):
     print(f"prompt {g}: rewards {[round(v, 3) for v in rewards[g * n:(g + 1) * n].tolist()]} -> keep {[i - g * n for i in flat if i // n == g]}")
 print("kept advantages:", [round(a, 3) for a in adv.tolist()])
@@ -126,11 +136,11 @@ assert diff < 1e-4
 
 V = model.get_base_model().get_output_embeddings().weight.shape[0]
 B, C = batch.completion_ids.shape
-print(f"naive log-softmax: {B}x{C}x{V} floats = {B * C * V * 4 / 2**20:.0f} MB here; "
-      f"paper scale (16 x 512 x 151,936) = {16 * 512 * 151936 * 4 / 2**30:.1f} GB")
+print(f"naive log-softmax: {B}x{C}x{V} floats = {B * C * V * 4 / 2**20:.0f} MiB here; "
+      f"paper scale (16 x 512 x 151,936) = {16 * 512 * 151936 * 4 / 2**30:.1f} GiB")
 n_tok = int(batch.completion_mask.sum())
 print(f"chunked (chunk_tokens={CHUNK}): {-(-n_tok // CHUNK)} chunks of at most {CHUNK} x {V} floats = "
-      f"{CHUNK * V * 4 / 2**20:.0f} MB at a time (the default 512: {512 * V * 4 / 2**20:.0f} MB)")
+      f"{CHUNK * V * 4 / 2**20:.0f} MiB at a time (the default 512: {512 * V * 4 / 2**20:.0f} MiB)")
 
 # %% [markdown]
 # ### Clipping
@@ -169,7 +179,7 @@ assert torch.allclose(logp.grad, -a[:, None].expand(3, 5) / 15) and stats["clip_
 # | variant | divides by | per-token weight $w_i$ | advantage |
 # |---|---|---|---|
 # | sequence-level (DeepSeekMath's GRPO; TRL `loss_type="grpo"`) | $\lvert o_i\rvert$, then the mean over the $G$ sequences | $A_i / (G\,\lvert o_i\rvert)$ | standardised |
-# | token-level (DAPO; TRL's default `"dapo"`; **minipods**) | all kept tokens $\sum_j \lvert o_j\rvert$ | $A_i / \sum_j \lvert o_j\rvert$ | standardised |
+# | token-level (DAPO; TRL's default `"dapo"`; **minipods' default**) | all kept tokens $\sum_j \lvert o_j\rvert$ | $A_i / \sum_j \lvert o_j\rvert$ | standardised |
 # | Dr. GRPO (TRL `"dr_grpo"` with `scale_rewards="none"`) | the constant $G \cdot L_{\max}$ (`max_new_tokens`) | $A^{\text{Dr}}_i / (G\,L_{\max})$ | $A^{\text{Dr}}_i = r_i - \bar r$, no std |
 #
 # Why they differ, in one sentence each:
@@ -180,8 +190,10 @@ assert torch.allclose(logp.grad, -a[:, None].expand(3, 5) / 15) and stats["clip_
 #   and the step size depends on how many tokens this particular batch happened to contain.
 # * **Dr. GRPO** makes a token's weight independent of every length in the batch (the divisor is a
 #   constant) and drops the std division, so a group whose rewards differ only by a small format bonus
-#   gets a proportionally small push instead of the same $\pm 1$ advantages as a group that differs in
+#   gets a proportionally small push instead of advantages as large as those of a group that differs in
 #   correctness.
+#
+# (minipods trains with `loss_type="dapo"` by default; its `paper` preset uses `"grpo"`, the authors' loss.)
 #
 # Below, on the kept rollouts of section 1 (real completions with their real lengths): one forward pass,
 # the three losses built from `grpo_loss` (per row for the sequence-level one), the per-token weights
@@ -198,50 +210,74 @@ r_kept = torch.tensor([float((j % 2 == 0) if g == 0 else 0.025 * (j == 0))  # by
 assert batch.group.tolist() == [g for g in range(P) for _ in range(m)]   # the kept rows, group-major
 adv_std = group_advantages(r_kept, batch.group)                                          # what minipods uses
 adv_dr = r_kept - torch.stack([r_kept[batch.group == g].mean() for g in batch.group])  # centred, no std
-params = [p for p in model.parameters() if p.requires_grad]
 model.train()
 lp = token_logprobs(model, *args)                    # (G, C), with the graph for backward
 old_lp = lp.detach()
 
-
 def seq_level_loss(a):  # DeepSeekMath: each sequence's token mean, then the mean over sequences
     return sum(grpo_loss(lp[i:i + 1], old_lp[i:i + 1], a[i:i + 1], mask[i:i + 1], lens[i])[0] for i in range(G_rows)) / G_rows
-
 
 variants = {  # name -> (loss, the per-token weight w_i the table above predicts)
     "sequence-level (DeepSeekMath)": (seq_level_loss(adv_std), adv_std / (G_rows * lens)),
     "token-level (DAPO, minipods)": (grpo_loss(lp, old_lp, adv_std, mask, mask.sum())[0], adv_std / mask.sum()),
     "Dr. GRPO": (grpo_loss(lp, old_lp, adv_dr, mask, G_rows * L_MAX)[0], adv_dr / (G_rows * L_MAX)),
 }
-print(f"{'row':>3} {'|o_i|':>5} {'reward':>6} {'A_i':>6} {'A_Dr':>6} | per-token weight x 1e3: " + " | ".join(variants))
-for i in range(G_rows):
-    print(f"{i:3d} {int(lens[i]):5d} {float(r_kept[i]):6.3f} {float(adv_std[i]):6.2f} {float(adv_dr[i]):6.3f} | "
-          + " | ".join(f"{1e3 * float(w[i]):+9.3f}" for _, w in variants.values()))
+
+# %% [markdown]
+# Each loss's derivative with respect to the per-token log-probs must be $-w_i$ on every token of rollout
+# $i$ (checked against autograd); the LoRA gradient is then one backward from those log-probs
+# (`lessons.lora_gradient`), and the three gradients are compared by norm and cosine.
+
+# %%
+params = [p for p in model.parameters() if p.requires_grad]
 grads = {}
 for name, (loss_v, w) in variants.items():
     d_lp = torch.autograd.grad(loss_v, lp, retain_graph=True)[0]        # d loss / d log p(o_i,t)
     assert torch.allclose(d_lp, -w[:, None] * mask, atol=1e-7)           # the table's weights, exactly
-    g = torch.autograd.grad(loss_v, params, retain_graph=True, allow_unused=True)
-    grads[name] = torch.cat([(x if x is not None else torch.zeros_like(p)).flatten() for x, p in zip(g, params)]).double()
-    print(f"{name:30s} loss {float(loss_v.detach()):+.5f} | LoRA gradient norm {float(grads[name].norm()):.3e}")
-names = list(grads)
-for a_, b_ in [(0, 1), (0, 2), (1, 2)]:
-    ga, gb = grads[names[a_]], grads[names[b_]]
-    cos = float(ga @ gb / (ga.norm() * gb.norm() + 1e-30))
-    print(f"cosine({names[a_]}, {names[b_]}) = {cos:+.3f}")
-del lp, old_lp
+    grads[name] = lessons.lora_gradient(lp, params, d_lp)
+lessons.print_weight_table(lens, r_kept, adv_std, adv_dr, {k: w for k, (_, w) in variants.items()})
+cos = lessons.print_gradients(grads, {k: float(v.detach()) for k, (v, _) in variants.items()})
 # the sequence-level loss is exactly 0 at rho = 1 (advantages sum to 0 in each group); its gradient is not
 assert abs(float(variants["sequence-level (DeepSeekMath)"][0].detach())) < 1e-5
-if P > 1:  # with the std a format-only group is pushed as hard as a correctness group; without it, in proportion to 0.025 vs 1
-    fmt_rows, cor_rows = batch.group == 1, batch.group == 0
-    print(f"largest |advantage|: correctness group {float(adv_std[cor_rows].abs().max()):.2f} (std) vs "
-          f"{float(adv_dr[cor_rows].abs().max()):.3f} (Dr. GRPO); format-only group {float(adv_std[fmt_rows].abs().max()):.2f} "
-          f"(std) vs {float(adv_dr[fmt_rows].abs().max()):.3f} (Dr. GRPO)")
-    assert adv_std[fmt_rows].abs().max() > 0.5 * adv_std[cor_rows].abs().max()
-    assert adv_dr[fmt_rows].abs().max() < 0.05 * adv_dr[cor_rows].abs().max()
+fmt_rows, cor_rows = batch.group == 1, batch.group == 0
+print(f"largest |advantage|: correctness group {float(adv_std[cor_rows].abs().max()):.2f} (std) vs "
+      f"{float(adv_dr[cor_rows].abs().max()):.3f} (Dr. GRPO); format-only group {float(adv_std[fmt_rows].abs().max()):.2f} "
+      f"(std) vs {float(adv_dr[fmt_rows].abs().max()):.3f} (Dr. GRPO)")
+assert adv_std[fmt_rows].abs().max() > 0.5 * adv_std[cor_rows].abs().max()  # std: a format-only group is pushed about as hard
+assert adv_dr[fmt_rows].abs().max() < 0.05 * adv_dr[cor_rows].abs().max()   # Dr. GRPO: in proportion to 0.025 vs 1
 same_len = bool((lens == lens[0]).all())
 print("all kept rollouts have the same length: sequence- and token-level coincide" if same_len else
       f"kept lengths range from {int(lens.min())} to {int(lens.max())} tokens: sequence- and token-level weigh rows differently")
+
+# %% [markdown]
+# **Reading the gradients.** Sequence- and token-level use the same advantages and differ only in how the
+# lengths reweight rows (by at most the ratio of the longest to the shortest kept answer), so their
+# gradients point most nearly the same way: theirs is the largest of the three cosines printed above.
+#
+# Dr. GRPO's gradient differs more, and is smaller, for one reason: since $A^{\text{Dr}}_i = A_i \cdot
+# (\operatorname{std}_g + \varepsilon)$, within a group $g$ its per-token weight is the token-level one
+# times a constant, $c_g = (\operatorname{std}_g + \varepsilon)\,\sum_j |o_j| \,/\, (G\,L_{\max})$. For
+# the correctness group $c_g < 1$ (a 0/1 reward's std is below 1, and $G\,L_{\max} \ge \sum_j |o_j|$); for
+# the format-only group $c_g$ is near 0. So Dr. GRPO's gradient is the token-level gradient of the
+# correctness group alone, scaled down by its $c_g$, plus a small push from the format group: the next
+# cell checks that decomposition and splits the ratio of the gradient norms into those two factors.
+
+# %%
+w_tok = variants["token-level (DAPO, minipods)"][1]
+g_of = {g: lessons.lora_gradient(lp, params, -(w_tok * (batch.group == g))[:, None] * mask) for g in range(P)}
+c = {g: float((adv_dr / adv_std)[batch.group == g].mean()) * float(mask.sum()) / (G_rows * L_MAX) for g in range(P)}
+dr, tk = grads["Dr. GRPO"], grads["token-level (DAPO, minipods)"]
+assert (dr - sum(c[g] * g_of[g] for g in range(P))).norm() < 1e-3 * dr.norm()   # the decomposition, to rounding
+share = float(g_of[0].norm() / tk.norm())  # the correctness group's share of the token-level gradient norm
+print(f"c_g: correctness group {c[0]:.3f}, format-only group {c[1]:.4f} | cosine(Dr. GRPO, token-level of the "
+      f"correctness group alone) = {lessons.cosine(dr, g_of[0]):+.3f}")
+print(f"|Dr. GRPO| / |token-level| = {float(dr.norm() / tk.norm()):.3f} ~ c_correctness x (correctness group's share of "
+      f"|token-level| = {share:.3f}) = {c[0] * share:.3f}")
+names = list(grads)
+assert cos[names[0], names[1]] > max(cos[names[0], names[2]], cos[names[1], names[2]])
+assert c[0] < 1 and c[1] < 0.05 * c[0] and lessons.cosine(dr, g_of[0]) > 0.99 and dr.norm() < tk.norm()
+assert abs(float(dr.norm() / tk.norm()) - c[0] * share) < 0.05 * float(dr.norm() / tk.norm())
+del lp, old_lp
 
 # %% [markdown]
 # ## 3. One real update, and the KL through the disabled adapter
@@ -257,6 +293,7 @@ print("all kept rollouts have the same length: sequence- and token-level coincid
 from minipods.grpo import grpo_update
 from minipods.train import make_config, make_optimizer
 
+
 def kl_to_reference(b):
     """Mean k3 KL per token between the policy and the same model with the adapter disabled."""
     a = (b.prompt_ids, b.prompt_mask, b.completion_ids, b.completion_mask)
@@ -267,94 +304,112 @@ def kl_to_reference(b):
     d = (ref - lp)[b.completion_mask.bool()]
     return float((torch.exp(d) - d - 1).mean())
 
+# %%
+LR = 2e-4
 lora_B = {k: v.detach().clone() for k, v in model.named_parameters() if "lora_B" in k}
 kl_before = kl_to_reference(batch)
-opt = make_optimizer(model, make_config(lr=2e-4), "cpu")   # AdamW, the paper's betas and weight decay
+opt = make_optimizer(model, make_config(lr=LR), "cpu")   # AdamW, the paper's betas and weight decay
 t = time.perf_counter()
 stats = grpo_update(model, opt, batch, adv, micro_batch_size=4, max_grad_norm=1.0)
 print(f"update: {time.perf_counter() - t:.1f} s | loss {stats['loss']:.4f} | grad norm {stats['grad_norm']:.3f}")
 kl_after = kl_to_reference(batch)
-moved = max(float((p.detach() - lora_B[k]).abs().max()) for k, p in model.named_parameters() if k in lora_B)
-print(f"KL to reference: before {kl_before:.2e}, after {kl_after:.2e} | max |change in a LoRA B| = {moved:.2e}")
+change = torch.cat([(p.detach() - lora_B[k]).abs().flatten() for k, p in model.named_parameters() if k in lora_B])
+moved = float(change.max())
+print(f"KL to reference: before {kl_before:.2e}, after {kl_after:.2e} | max |change in a LoRA B| = {moved:.2e} "
+      f"(lr = {LR:.2e}) | LoRA B entries moved by 0.9-1.0 x lr: {float((change > 0.9 * LR).float().mean()):.1%}")
 assert kl_before == 0.0  # B = 0: the adapter is an exact no-op
 if (adv != 0).any():
     assert moved > 0 and kl_after > 0
+    assert 0.99 * LR < moved <= LR * (1 + 1e-5)  # Adam's first step: about lr per weight (see below)
 else:
     print("all kept advantages are 0 (every kept group had equal rewards): no signal, nothing moved")
     assert moved == 0
 
 # %% [markdown]
+# **Why the largest change equals the learning rate.** At AdamW's first step the bias-corrected moment
+# estimates are $\hat m = g$ and $\hat v = g^2$, so each weight moves by
+# $\mathrm{lr}\cdot g/(|g| + \varepsilon) \approx \pm\,\mathrm{lr}$ whatever the size of its gradient
+# (clipping the gradient norm rescales $g$ and changes nothing; weight decay multiplies $B = 0$). So the
+# largest change printed is the learning rate itself, and the share of $B$'s entries that moved by
+# nearly that much is printed beside it: the first step's size is set by `lr`, not by the size of the
+# loss or of its gradient.
+
+# %% [markdown]
 # ## 4. Update time and memory grow with $m$
 #
-# The update's cost is set by the rollouts it trains on. We run `grpo_update` on $m$ rollouts for growing
-# $m$ — the same few rollouts repeated, so that every micro-batch has the same size and length and only
-# $m$ changes (random advantages: their values don't change the cost). We track the **activations held
-# for backward** with `torch.autograd.graph.saved_tensors_hooks`: each tensor autograd saves (parameters
-# excluded) counts from when it is saved until backward releases it, and we record the peak — for one
-# forward pass over all $m$ at once, and over the whole micro-batched `grpo_update`. `grpo_update` runs
-# here with its plain log-prob function (each row's [prompt | completion] in one pass, like the forward
-# it is compared with); training's default, `minipods.fast.update.shared_logprobs`, runs each distinct
-# prompt once and holds less.
+# The update's cost is set by the rollouts it trains on. We run `grpo_update` (micro-batches of `micro`
+# rollouts) on $m$ rollouts for growing $m$, built by repeating the same `micro` rollouts (random
+# advantages: their values don't change the cost). From $m$ = `micro` on, every micro-batch is those
+# same rollouts — the same size and padded length — and only the number of micro-batches grows with $m$.
+# Below `micro` the one micro-batch holds only the first $m$ of them, padded to the longest of those, so
+# its length can change with $m$ too: the `micro-batch` column printed below gives each $m$'s shape
+# (rows × prompt + completion tokens), and where the length grows, activations grow faster than $m$.
+#
+# We track the **activations held for backward** with `torch.autograd.graph.saved_tensors_hooks`: each
+# tensor autograd saves (parameters excluded) counts from when it is saved until backward releases it,
+# and we record the peak — for one forward pass over all $m$ at once, and over the whole micro-batched
+# `grpo_update`. `grpo_update` runs here with its plain log-prob function (each row's
+# [prompt | completion] in one pass, like the forward it is compared with); training's default,
+# `minipods.fast.update.shared_logprobs`, runs each distinct prompt once and holds less.
 #
 # Timing on a shared CPU is noisy, so each $m$ is timed `REPEATS` times (without the memory hooks), in
 # rounds over all $m$ so that a slow spell lands on every $m$ rather than on one; we print the minimum
 # and the median, and fit the line to the minima.
-#
-# Activations grow linearly with the batch (sequences × padded length). `grpo_update` runs forward and
-# backward one micro-batch at a time (gradient accumulation), so only one micro-batch's activations are
-# ever held: memory is capped, but the micro-batches run one after another and time keeps growing with
-# $m$. This is the cost PODS holds fixed while it raises $n$. (`python -m minipods.bench` measures time
-# and the process's peak memory with repeats and fitted slopes.)
 
 # %%
 from minipods.measure.memory import peak_saved_bytes  # exact bytes autograd holds for backward (allocator-independent)
+from minipods.measure.common import fit_linear
 
 micro = 2 if SMALL else 4                  # micro_batch_size of the update
 ms = [1, 2, 4] if SMALL else [1, 2, 4, 8, 16]
+REPEATS = 2 if SMALL else 3
 opt_t = make_optimizer(model, make_config(lr=1e-9), "cpu")
 grpo_update(model, opt_t, ro.select([0]), torch.randn(1), micro_batch_size=micro)  # warm-up: creates the AdamW state
-from minipods.measure.common import fit_linear
-
-REPEATS = 2 if SMALL else 3
-batches = {k: ro.select([i % micro for i in range(k)]) for k in ms}  # the same `micro` rollouts repeated: only m changes
+batches = {k: ro.select([i % micro for i in range(k)]) for k in ms}  # the same `micro` rollouts repeated
 times = {k: [] for k in ms}
 for _ in range(REPEATS):  # in rounds over all m: a slow spell on a shared CPU then hits every m, not one
     for k, b in batches.items():
         t = time.perf_counter()
         grpo_update(model, opt_t, b, torch.randn(k), micro_batch_size=micro)
         times[k].append(time.perf_counter() - t)
+
+# %%
 cost = []
 for k, b in batches.items():
+    first = b.select(list(range(min(k, micro))))        # the first micro-batch, trimmed as grpo_update trims it
+    shape = (len(first), first.prompt_ids.shape[1] + first.completion_ids.shape[1])
     act_all = peak_saved_bytes(model, lambda: token_logprobs(model, b.prompt_ids, b.prompt_mask, b.completion_ids,
                                                              b.completion_mask)) / 2**20
     act_upd = peak_saved_bytes(model, lambda: grpo_update(model, opt_t, b, torch.randn(k), micro_batch_size=micro)) / 2**20
     ts = times[k]
-    cost.append(dict(m=k, t_min=min(ts), t_med=float(np.median(ts)), act_all=act_all, act_upd=act_upd))
-    print(f"m={k:2d}: update min {min(ts):5.2f} s, median {np.median(ts):5.2f} s of {REPEATS} | activations held at once: "
-          f"one forward over all m {act_all:7.1f} MB, grpo_update (micro-batch {micro}) {act_upd:7.1f} MB")
+    cost.append(dict(m=k, shape=shape, t_min=min(ts), t_med=float(np.median(ts)), act_all=act_all, act_upd=act_upd))
+    print(f"m={k:2d}: micro-batch {shape[0]} x {shape[1]:3d} | update min {min(ts):5.2f} s, median {np.median(ts):5.2f} s "
+          f"| activations held: one forward over all m {act_all:7.1f} MiB, grpo_update {act_upd:7.1f} MiB")
+assert len({c["shape"] for c in cost if c["m"] >= micro}) == 1      # from m = micro on: the same micro-batches
 assert all(x["act_all"] < y["act_all"] for x, y in zip(cost, cost[1:]))         # grows with m ...
+for x, y in zip(cost, cost[1:]):  # below micro, a longer padded length makes activations grow faster than the rows
+    if y["m"] <= micro and y["shape"][1] > x["shape"][1]:
+        assert y["act_all"] / x["act_all"] > y["shape"][0] / x["shape"][0]
 capped = [c["act_upd"] for c in cost if c["m"] >= micro]
 assert max(capped) < 1.01 * min(capped) and capped[-1] < cost[-1]["act_all"]    # ... but not in the update
 at_micro = next(c for c in cost if c["m"] == micro)  # one micro-batch of all m: the same pass as the forward
-print(f"m = micro-batch = {micro}: grpo_update holds {at_micro['act_upd']:.1f} MB, one forward {at_micro['act_all']:.1f} MB")
 assert abs(at_micro["act_upd"] - at_micro["act_all"]) < 0.05 * at_micro["act_all"]
+
+# %% [markdown]
+# Activations grow with the rows and the padded length of what is held at once. `grpo_update` runs
+# forward and backward one micro-batch at a time (gradient accumulation), so only one micro-batch's
+# activations are ever held: from $m$ = `micro` on its memory is flat (and at $m$ = `micro` equal to the
+# one forward's), but the micro-batches run one after another and time keeps growing with $m$. This is
+# the cost PODS holds fixed while it raises $n$. (`python -m minipods.bench` measures time and the
+# process's peak memory with repeats and fitted slopes.)
+
+# %%
 slope, icept, r2 = fit_linear(ms, [c["t_min"] for c in cost])
 print(f"update seconds (min of {REPEATS}) = {icept:.2f} + {slope:.3f} x m, R² = {r2:.3f}: "
       + ("close to a line" if r2 >= 0.95 else "not a clean line on this run (see the medians: a shared CPU adds noise)"))
 if not SMALL:  # a wall-clock claim: checked on the full run only
     assert slope > 0 and cost[-1]["t_min"] > cost[0]["t_min"]  # the card's claim: update time grows with m
-
-fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.4))
-a1.plot(ms, [c["t_min"] for c in cost], "o-", label=f"min of {REPEATS}")
-a1.plot(ms, [c["t_med"] for c in cost], "x", color="grey", label=f"median of {REPEATS}")
-a1.plot(ms, [icept + slope * k for k in ms], ":", color="tab:blue", label=f"fit, R² = {r2:.2f}")
-a1.set_xlabel("kept rollouts m"); a1.set_ylabel("update seconds"); a1.legend(loc="best", fontsize=8)
-a1.set_title("update time grows with m")
-a2.plot(ms, [c["act_all"] for c in cost], "o-", color="tab:orange", label="one forward over all m")
-a2.plot(ms, [c["act_upd"] for c in cost], "s--", color="tab:green", label=f"grpo_update, micro-batches of {micro}")
-a2.set_xlabel("kept rollouts m"); a2.set_ylabel("activations held for backward (MB)"); a2.legend(loc="best", fontsize=8)
-a2.set_title("activation memory is capped by the micro-batch")
-plt.tight_layout(); plt.show()
+lessons.plot_update_cost(cost, REPEATS, (slope, icept, r2), micro)
 
 # %% [markdown]
 # ## 5. 4-bit quantisation + LoRA (QLoRA)
@@ -369,7 +424,7 @@ lora_layers = [mod for mod in model.modules() if hasattr(mod, "lora_A") and hasa
 r_ = model.peft_config["default"].r
 formula = sum(r_ * (mod.base_layer.in_features + mod.base_layer.out_features) for mod in lora_layers)
 counts = count_parameters(model)
-print(f"SmolLM2-135M, r={r_}: {len(lora_layers)} adapted layers, r(d_in+d_out) summed = {formula:,}; "
+print(f"{'tiny model' if SMALL else 'SmolLM2-135M'}, r={r_}: {len(lora_layers)} adapted layers, r(d_in+d_out) summed = {formula:,}; "
       f"count_parameters: {counts['trainable']:,} trainable of {counts['total']:,} ({counts['trainable_frac']:.1%})")
 assert formula == counts["trainable"]
 
@@ -378,19 +433,17 @@ h, f, L, kv = 2048, 11008, 36, 2 * 128
 per_layer = (h + h) + 2 * (h + kv) + (h + h) + 2 * (h + f) + (f + h)   # q, k, v, o, gate, up, down
 qwen_lora = 64 * per_layer * L
 print(f"Qwen2.5-3B, r=64: {qwen_lora / 1e6:.0f}M trainable parameters (~{qwen_lora / 3.09e9:.1%} of 3.09B); "
-      f"AdamW state at 8 bytes/param = {qwen_lora * 8 / 2**30:.2f} GB, base weights at 4 bits ~ {3.09e9 / 2 / 2**30:.1f} GB")
+      f"AdamW state at 8 bytes/param = {qwen_lora * 8 / 2**30:.2f} GiB, base weights at 4 bits ~ {3.09e9 / 2 / 2**30:.1f} GiB")
+
 
 # %% [markdown]
 # Now a 4-bit model (in SMALL mode the package's tiny 2-layer test model, quantised by bitsandbytes on
-# CPU; otherwise SmolLM2 in 4 bits). One practical detail: bitsandbytes' CPU 4-bit layers repack their
-# weights into an inference-only layout the first time they run in eval mode without gradients, after
-# which backward through them fails — so `model.generation_mode` keeps **4-bit models in train mode
-# while sampling** (equivalent here: no dropout), and full-precision models in eval mode.
+# CPU; otherwise SmolLM2 in 4 bits), given one update (with fixed $\pm1$ advantages: we only check the
+# mechanics; the update must move the adapter). (How bitsandbytes' 4-bit layers behave on a CPU, and
+# what their quantisation scales cost: appendix A.)
 
 # %%
-import bitsandbytes as bnb
-from minipods.model import generation_mode, is_4bit
-from minipods.twins.tiny import tiny_policy
+from minipods.model import is_4bit
 
 if SMALL:
     q_model, q_tok = tiny_policy(quantize="4bit")
@@ -399,119 +452,147 @@ else:
     q_model, q_tok = load_policy(quantize="4bit", dtype="float32", device="cpu")
     f_model = model
 assert is_4bit(q_model) and not is_4bit(f_model)
-with generation_mode(q_model):
-    assert q_model.training        # 4-bit: stays in train mode while sampling
-with generation_mode(f_model):
-    assert not f_model.training    # full precision: eval mode
-q_counts = count_parameters(q_model)
-print(f"bitsandbytes 4-bit layers: {sum(isinstance(mod, bnb.nn.Linear4bit) for mod in q_model.modules())} | "
-      f"{q_counts['trainable']:,} trainable of {q_counts['total']:,} parameters ({q_counts['trainable_frac']:.1%})")
-
-
-# %% [markdown]
-# A memory breakdown of one 4-bit update: the frozen base (packed 4-bit linear weights with their
-# quantisation scales, plus the embeddings and norms, which stay unquantised — a large share in a small
-# model with a 49k-token vocabulary like SmolLM2), the trainable adapter, its gradient, AdamW's two moment
-# tensors per trainable parameter, and the activations saved for one micro-batch. The update must move
-# the adapter (here with fixed $\pm1$ advantages: we only check the mechanics).
 
 # %%
-def nbytes(tensors):
-    return sum(t.numel() * t.element_size() for t in tensors)
-
-def quant_state_bytes(mdl):
-    """Bytes of the 4-bit blocks' scales (absmax; with double quantisation, its own scales too)."""
-    total = 0
-    for mod in mdl.modules():
-        if isinstance(mod, bnb.nn.Linear4bit):  # the bitsandbytes layers (not peft's LoRA wrappers around them)
-            qs = mod.weight.quant_state
-            total += nbytes([qs.absmax]) + (nbytes([qs.state2.absmax]) if getattr(qs, "state2", None) is not None else 0)
-    return total
-
 qitems = synthetic_problems(2, seed=5)
 torch.manual_seed(0)
 qro = generate_rollouts(q_model, q_tok, [build_prompt(q_tok, it["question"]) for it in qitems], 2,
                         max_new_tokens=16 if SMALL else 32)
-qadv = torch.tensor([1.0, -1.0] * 2)
 before = {k: v.detach().clone() for k, v in q_model.named_parameters() if v.requires_grad}
 q_opt = make_optimizer(q_model, make_config(lr=1e-3), "cpu")
 act = peak_saved_bytes(q_model, lambda: token_logprobs(q_model, qro.prompt_ids, qro.prompt_mask, qro.completion_ids,
                                                       qro.completion_mask))
-q_stats = grpo_update(q_model, q_opt, qro, qadv, micro_batch_size=4)
+q_stats = grpo_update(q_model, q_opt, qro, torch.tensor([1.0, -1.0] * 2), micro_batch_size=4)
 changed = sum(not torch.equal(p, before[k]) for k, p in q_model.named_parameters() if k in before)
 print(f"4-bit update: loss {q_stats['loss']:.4f}, grad norm {q_stats['grad_norm']:.3f}, {changed}/{len(before)} adapter tensors changed")
 assert changed > 0 and q_stats["skipped"] == 0
 
-packed = [p for p in q_model.parameters() if p.dtype == torch.uint8]          # two 4-bit weights per byte
-rest = [p for p in q_model.parameters() if not p.requires_grad and p.dtype != torch.uint8]
-train_p = [p for p in q_model.parameters() if p.requires_grad]
-mem = {
-    "base: 4-bit linear weights + scales": nbytes(packed) + quant_state_bytes(q_model),
-    "base: unquantised (embeddings, norms)": nbytes(rest),
-    "base: everything in fp32 instead": nbytes([p for p in f_model.parameters() if not p.requires_grad]),
-    "LoRA adapter": nbytes(train_p),
-    "gradients": nbytes(train_p),
-    "AdamW state": nbytes([t for s in q_opt.state.values() for t in s.values() if torch.is_tensor(t) and t.dim() > 0]),
-    "activations (1 micro-batch)": act,
-}
+# %% [markdown]
+# A memory breakdown of that update (`lessons.qlora_memory`): the frozen base (packed 4-bit linear
+# weights with their quantisation scales, plus the embeddings and norms, which stay unquantised — a large
+# share in a small model with a 49k-token vocabulary like SmolLM2), the trainable adapter, its gradient,
+# AdamW's two moment tensors per trainable parameter, and the activations saved for one micro-batch.
+
+# %%
+q_counts = count_parameters(q_model)
+print(f"{q_counts['trainable']:,} trainable of {q_counts['total']:,} parameters ({q_counts['trainable_frac']:.1%})")
+mem = lessons.qlora_memory(q_model, f_model, q_opt, act)
 for k, v in mem.items():
-    print(f"{k:38s} {v / 2**20:9.2f} MB")
+    print(f"{k:38s} {v / 2**20:9.2f} MiB")
 assert mem["base: 4-bit linear weights + scales"] + mem["base: unquantised (embeddings, norms)"] < mem["base: everything in fp32 instead"]
 assert mem["AdamW state"] == 2 * mem["LoRA adapter"]   # exp_avg and exp_avg_sq, fp32
-fig, ax = plt.subplots(figsize=(8, 3))
-ax.barh(list(mem), [v / 2**20 for v in mem.values()],
-        color=["tab:blue", "tab:cyan", "lightgrey", "tab:green", "tab:olive", "tab:orange", "tab:red"])
-for i, v in enumerate(mem.values()):
-    ax.text(v / 2**20, i, f" {v / 2**20:.2f} MB", va="center", fontsize=8)
-ax.set_xlim(0, 1.25 * max(mem.values()) / 2**20); ax.set_xlabel("MB"); ax.invert_yaxis()
-ax.set_title("memory of a 4-bit LoRA update")
-plt.tight_layout(); plt.show()
-
-# %% [markdown]
-# **Takeaways.** The update needs per-token log-probs of the kept rollouts (computed without the full
-# vocabulary tensor), advantages standardised within each kept group, and one clipped-surrogate step
-# on the LoRA weights; the reference policy for the KL costs no memory (adapter off). Quantisation and
-# LoRA shrink the *static* memory (weights, optimizer state), but time — and the activations of any pass
-# that holds all the rollouts at once — still grows with the number of rollouts trained on: the cost PODS
-# bounds by updating on $m < n$. How the token average is taken (per sequence, per token, by a constant)
-# changes how much each rollout weighs, not which rollouts are used.
-#
-# **On a card.**
-#
-# * Advantage = reward standardised within the prompt's kept group (sample std, divisor m − 1).
-# * Loss = clipped ratio × advantage, averaged over all kept tokens (DAPO-style; DeepSeekMath's GRPO averages per sequence, Dr. GRPO by a constant); KL reference = the same model, adapter off.
-# * Chunked log-probs never build the (batch × length × vocab) tensor.
-# * Update time grows with m (not n): section 4 fits a line to the fastest of repeated runs and prints how well it fits; activation memory is capped by the micro-batch.
+lessons.plot_memory(mem)
 
 # %% [markdown]
 # ## 6. Will it fit my GPU?
 #
 # `python -m minipods.plan` (`minipods.measure.plan`) prices the paper's recipe on a card: each phase's
 # peak from parts counted on the architecture (weights, LoRA, optimizer state, KV cache) and terms
-# measured on a CPU with shallow twins (saved activations, working sets, the log-prob buffer). The
-# two phases are priced apart, because PODS's $n$ and $m$ cost different things. Below: the paper
-# recipe (8 prompts, $n=64 \to m=16$, 512 + 512 tokens, 4-bit, micro-batch 4, gradient checkpointing,
-# 64 rollouts per generate call) for the three Qwen2.5 sizes on an 8, 16 and 24 GB card (GiB, 1 GiB
-# headroom), and the largest generate call and micro-batch that would fit.
+# measured once on a CPU (saved activations, working sets, the log-prob buffer; appendix B says how). The
+# two phases are priced apart, because PODS's $n$ and $m$ cost different things. Below: the package's
+# `paper` preset (the authors' recipe, its settings printed above the table) for the three Qwen2.5 sizes
+# on an 8, 16 and 24 GiB card (1 GiB headroom), and the largest generate call and micro-batch that would
+# fit (at most all of a step's rollouts).
 
 # %%
 from minipods.measure.plan import PlanConfig, plan
+from minipods.presets import PRESETS
 
-cards, sizes = (8, 16, 24), ("0.5B", "1.5B", "3B")
-plans = {(gb, s): plan(PlanConfig(model=f"Qwen/Qwen2.5-{s}-Instruct", gpu_gb=gb, n=64, m=16)) for gb in cards for s in sizes}
+cards, sizes, pre = (8, 16, 24), ("0.5B", "1.5B", "3B"), PRESETS["paper"]  # n, m given: price the recipe's pair only
+plans = {(gib, s): plan(PlanConfig(model=f"Qwen/Qwen2.5-{s}-Instruct", gpu_gb=gib, n=pre["n"], m=pre["m"]))
+         for gib in cards for s in sizes}
+r3 = plans[(24, "3B")]["recipe"]  # the paper preset's settings (the same for every row but the model)
+print(f"recipe: {r3.prompts} prompt(s) per step, n = {r3.n} -> m = {r3.m}, {r3.prompt_tokens} + {r3.new_tokens} tokens, "
+      f"{r3.quantize}, micro-batch {r3.micro_batch}, gradient checkpointing {r3.ckpt}, {r3.gen_batch} rollouts per generate call")
 print("| card | model | generation GiB | update GiB | fits | largest generate call | largest micro-batch |")
 print("|---|---|---|---|---|---|---|")
-for (gb, s), p in plans.items():
+for (gib, s), p in plans.items():
     row = p["rows"][0]
-    print(f"| {gb} GB | Qwen2.5-{s} | {p['generation']['peak'] / 2**30:.2f} | {p['update']['peak'] / 2**30:.2f} | "
+    print(f"| {gib} GiB | Qwen2.5-{s} | {p['generation']['peak'] / 2**30:.2f} | {p['update']['peak'] / 2**30:.2f} | "
           f"{'yes' if row['fits'] else 'no'} | {p['gen_batch_max']} | {p['micro_batch_max']} |")
+
+# %%
 p3 = plans[(24, "3B")]
 kv, act = p3["kv_per_rollout"], p3["activations_per_kept"]
-print(f"\nWhy n and m cost different memory (Qwen2.5-3B, 512 + 512 tokens): a rollout being generated holds "
-      f"{kv / 2**20:.0f} MiB of KV cache and no gradients, and only one generate call's worth "
-      f"({p3['generation']['rows']}) is held at once, so n costs time, not memory; a kept rollout in the update holds "
+print(f"Why n and m cost different memory (Qwen2.5-3B, {r3.prompt_tokens} + {r3.new_tokens} tokens): a rollout being "
+      f"generated holds {kv / 2**20:.0f} MiB of KV cache and no gradients, and at most one generate call's worth "
+      f"({p3['generation']['rows']}) is held at once, so n beyond that costs time, not memory; a kept rollout in the update holds "
       f"{act / 2**20:.0f} MiB of activations for backward ({act / kv:.1f}x as much, with gradient checkpointing), "
       f"only a micro-batch's worth ({p3['update']['rows']}) at once, on top of gradients and optimizer state that "
       f"m never changes.")
-assert all(p["rows"][0]["n"] == 64 for p in plans.values()) and act > 0 and kv > 0
+assert act > kv > 0 and p3["generation"]["rows"] <= r3.gen_batch and p3["update"]["rows"] <= r3.micro_batch
+
+# %% [markdown]
+# **Takeaways.** The update needs per-token log-probs of the kept rollouts (computed without the full
+# vocabulary tensor), advantages standardised within each kept group, and one clipped-surrogate step
+# on the LoRA weights; the reference policy for the KL needs no second model (the adapter switched off),
+# and at AdamW's first step every weight moves by about the learning rate, whatever its gradient.
+# How the token average is taken (per sequence, per token, by a constant) changes how much each rollout
+# weighs, not which rollouts are used: sequence- and token-level gradients agree most closely, while
+# Dr. GRPO, without the std, all but ignores a group that differs only by a format bonus. Quantisation and
+# LoRA shrink the *static* memory (weights, optimizer state), but time — and the activations of any pass
+# that holds all the rollouts at once — still grows with the number of rollouts trained on: the cost PODS
+# bounds by updating on $m < n$. On a GPU the same split holds (section 6): $n$ costs generation time
+# with a KV cache held for one generate call at a time, $m$ costs update time with activations held for
+# one micro-batch at a time.
+#
+# **On a card.**
+#
+# * Advantage = reward standardised within the prompt's kept group (sample std, divisor m − 1).
+# * Loss = clipped ratio × advantage, averaged over all kept tokens (DAPO-style; DeepSeekMath's GRPO averages per sequence, Dr. GRPO by a constant and without the std); KL reference = the same model, adapter off.
+# * Chunked log-probs never build the (batch × length × vocab) tensor.
+# * AdamW's first step moves each weight by about lr (section 3's largest change = lr).
+# * Update time grows with m (not n): section 4 fits a line to the fastest of repeated runs and prints how well it fits; activation memory is capped by the micro-batch.
+# * `python -m minipods.plan` prices both phases of the paper's recipe on a card (section 6).
+
+# %% [markdown]
+# ## Appendix A: bitsandbytes' 4-bit layers on a CPU
+#
+# Library details behind section 5. bitsandbytes' CPU 4-bit layers repack their weights into an
+# inference-only layout the first time they run in eval mode without gradients, after which backward
+# through them fails — so `model.generation_mode` keeps **4-bit models in train mode while sampling**
+# (equivalent here: no dropout), and full-precision models in eval mode.
+
+# %%
+import bitsandbytes as bnb
+from minipods.model import generation_mode
+
+with generation_mode(q_model):
+    assert q_model.training        # 4-bit: stays in train mode while sampling
+with generation_mode(f_model):
+    assert not f_model.training    # full precision: eval mode
+print(f"bitsandbytes 4-bit layers: {sum(isinstance(mod, bnb.nn.Linear4bit) for mod in q_model.modules())}")
+
+# %% [markdown]
+# What the "+ scales" of section 5's first bar cost (`lessons.quant_state_bytes`): NF4 stores each block
+# of weights as 4-bit codes plus the block's absmax; with double quantisation those absmax values are
+# themselves stored in 8 bits, with float32 scales of their own.
+
+# %%
+qs = lessons.quant_state_bytes(q_model)
+for k in ("packed", "absmax", "absmax of absmax"):
+    print(f"{k:17s} {qs[k] / 2**20:8.3f} MiB = {8 * qs[k] / qs['weights']:.3f} bits per weight")
+assert qs["packed"] * 2 == qs["weights"]                       # two 4-bit weights per byte
+assert qs["absmax"] + qs["absmax of absmax"] < 0.1 * qs["packed"]  # the scales: a small fraction of the weights
+
+# %% [markdown]
+# ## Appendix B: where the planner's measured terms come from
+#
+# What a phase holds beyond its weights (saved activations, working sets) depends on the code that runs,
+# so `minipods.measure.activations` stores it measured, not derived: `scripts/measure_terms.py` builds
+# **shallow twins** of each architecture (`minipods.twins.arch`: 1 and 2 layers at the real width, random
+# weights, offline), loads them as training does (4-bit or bf16 base, LoRA, gradient checkpointing), runs
+# small batches on a CPU under `minipods.measure.memory`'s exact meters, and fits bytes per token, per
+# token per layer and per token pair (attention). Section 6's activations per kept rollout are those
+# terms evaluated at the recipe's depth and length:
+
+# %%
+u3 = p3["terms"].update[r3.ckpt]  # Qwen2.5-3B, the preset's quantisation and gradient checkpointing
+T3, L3 = r3.prompt_tokens + r3.new_tokens, p3["terms"].arch.layers
+print(f"terms ({p3['terms'].source}): {u3.tok:.0f} + {L3} layers x {u3.tok_layer:.0f} bytes saved per token, "
+      f"{u3.pair:.0f} + {L3} x {u3.pair_layer:.0f} per token pair; working set {u3.work_tok:.0f} per token")
+per_row = u3.saved(L3, 1, T3) + u3.working(1, T3) - u3.work_0
+print(f"one kept rollout of {T3} tokens: {per_row / 2**20:.0f} MiB (section 6)")
+assert per_row == act
+
 print(f"notebook ran in {time.perf_counter() - T0:.0f} s ({'SMALL' if SMALL else 'full'} mode)")
