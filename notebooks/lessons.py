@@ -274,3 +274,24 @@ def pays_sentence(here: dict, gain: float, timed_max: int, m: int) -> str:
     return head + (f"would pay by the model (speed-up {here['speedup']:.2f}x); if that gain also held at every larger "
                    f"n and the rollout line stayed straight past the {timed_max} sequences timed, the extra rollouts "
                    f"would pay {limit}")
+
+
+def peak_verdict(evals: dict, base: str, focus: str) -> str:
+    """The paper's definition read literally on one run: the target is `base`'s peak (its best evaluation,
+    no tolerance); each arm's time is its first evaluation at or above it (training seconds); GRPO's time /
+    PODS's is the speed-up. evals: arm -> its evaluation rows (eval_accuracy, elapsed_s, step)."""
+    peak = max(r["eval_accuracy"] for r in evals[base])
+    hit = {a: next((r for r in evals[a] if r["eval_accuracy"] >= peak - 1e-12), None) for a in (base, focus)}
+    right = round(peak * evals[base][-1]["eval_n"])
+    head = f"`{base}`'s peak {right}/{evals[base][-1]['eval_n']}"
+    if hit[base]["step"] == 0:
+        return head + " is its untrained model's (step 0): no target, no verdict"
+    g, p = hit[base], hit[focus]
+    head += f", reached at {g['elapsed_s']:.1f} s (step {g['step']}); "
+    if p is None:
+        best = max(r["eval_accuracy"] for r in evals[focus])
+        return head + (f"`{focus}` never reached it (its best {round(best * evals[focus][-1]['eval_n'])}/"
+                       f"{evals[focus][-1]['eval_n']} in its {evals[focus][-1]['elapsed_s']:.1f} s): GRPO won")
+    sp = g["elapsed_s"] / p["elapsed_s"] if p["elapsed_s"] else float("inf")
+    return head + (f"`{focus}` at {p['elapsed_s']:.1f} s (step {p['step']}): speed-up {sp:.2f}x, "
+                   + ("PODS won" if sp > 1 else "GRPO won" if sp < 1 else "a tie"))
