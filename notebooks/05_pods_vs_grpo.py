@@ -24,7 +24,7 @@
 # Here we run the same comparison in miniature with `minipods.analysis.compare` (each arm is a
 # `minipods.train` run with the same seed and data order) and draw it with `minipods.analysis.plots`.
 # Then we read what it measured: accuracy (lenient and strict) with intervals and the paper's own metric
-# (time to GRPO's plateau), what each arm's update paid for (the fast update leaves out rollouts whose
+# (time to GRPO's level), what each arm's update paid for (the fast update leaves out rollouts whose
 # advantage is 0, so the two arms do not pay for the same rows), a cost model fitted on this machine and
 # the gap between it and the arms, the break-even gain here and on the paper's L40S, why the arms'
 # fractions of silent (zero-std) groups came out as they did, and what the repository's five-seed study
@@ -214,9 +214,9 @@ display(Markdown(f"**On the paper's metric, this run** (one seed, {N_Q} question
 # $$\frac{T_{\text{PODS}}}{T_{\text{GRPO}}} = \frac{G(n) + U_\text{PODS}}{G(m) + U_\text{GRPO}} .$$
 #
 # If both updates paid for the same $P\,m$ rows (the paper's update does, and `--no-skip-silent`), then
-# $U_\text{PODS} = U_\text{GRPO}$ up to completion lengths and the ratio is set by generation alone. The
-# fast update skips silent rows instead, and the arms' kept rows are not equally silent: GRPO keeps its
-# whole group of $m$, silent whenever that group is; max-variance PODS keeps a non-silent subset whenever
+# $U_\text{PODS} = U_\text{GRPO}$ up to completion lengths and the ratio differs from 1 through
+# generation alone. The fast update skips silent rows instead, and the arms' kept rows are not equally
+# silent: GRPO keeps its whole group of $m$, silent whenever that group is; max-variance PODS keeps a non-silent subset whenever
 # its $n$ rewards are not all equal, so its kept rows are silent only when the whole group of $n$ is. The
 # cell prices each arm's update both ways from its own rows: seconds per processed row = the arm's update
 # seconds / the rows it processed (a placeholder row counted as one), and a step under the other pricing
@@ -311,7 +311,7 @@ print(f"  rollout (P m | P n)                 {pp['rollout_m']:8.2f}/{pp['rollou
 print(f"  update, every kept row paid         {pp['update_m']:13.2f} | {g['update_every']:8.2f} | {p['update_every']:8.2f}")
 print(f"  update as run ({g['ran']:11s})       {'-':>13s} | {g['update']:8.2f} | {p['update']:8.2f}")
 print(f"break-even gain T_PODS/T_GRPO at n/m = {n_over_m:g}: model {R_model:.2f}; the arms, every kept row paid "
-      f"{R_every:.2f}; the arms as run {R_run:.2f}")
+      f"{R_every:.2f}; the arms as run {R_run:.2f}; generation alone G(n)/G(m): arms {p['rollout'] / g['rollout']:.2f}")
 print(f"the gap {R_run - R_model:+.2f} = the same every-row work timed in the arms instead of the model {R_every - R_model:+.2f}"
       f" + the arms' silent-row pricing {R_run - R_every:+.2f}")
 share = {"model": pp["update_m"] / pred["grpo"], "every": g["update_every"] / g["step_every"], "run": g["update"] / g["step"]}
@@ -324,9 +324,9 @@ assert abs(R_model - costmodel.break_even(pred["pods"], pred["grpo"])["break_eve
 # twice, in the arms and in the model's own timings, which differ in completion lengths (printed above),
 # in prompts per generate and in what else the machine was running; the second is the silent-row
 # discount, which shrinks each arm's update by its silent kept rows (section 4 printed how many each
-# arm had). Even equal shares raise the ratio when the two every-row prices are close (the updates
-# shrink, the extra generation stays), and more silent kept rows in GRPO than in PODS raise it further.
-# The model answers the paper's question (every kept row paid); the arms answer this run's.
+# arm had). Shrinking both updates moves the ratio toward generation's own ratio $G(n)/G(m)$ (printed
+# above); more silent kept rows in GRPO than in PODS move it up beyond that, more in PODS down. The
+# model answers the paper's question (every kept row paid); the arms answer this run's.
 #
 # ## 6. The break-even gain, here and on the paper's L40S
 #
