@@ -486,7 +486,8 @@ as run {R_run:.2f}, every kept row paid {R_every:.2f}, the cost model {R_model:.
 * This run's final evaluation: {lessons.paired_verdict(paired['lenient'], 'lenient accuracy')}\
 {'; ' + lessons.paired_verdict(paired['strict'], 'strict') if 'strict' in paired else ''}.
 * Silent groups: {verdict_silent}
-* The five-seed study (docs/results.md): PODS minus GRPO +1.4 points [−16.0, +18.8], speed-up 0.98x [0.62, 1.53]: no winner shown.
+* The five-seed study (docs/results.md, the run as the unit): PODS minus GRPO +1.4 points [−16.0, +18.8] over five runs, \
+speed-up 0.98x [0.62, 1.53] on the 3 seeds where both reached the old target: no winner shown.
 * Measure both lines, and what your update pays for, on your own machine before choosing n."""
 display(Markdown(card))
 
