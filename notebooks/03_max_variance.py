@@ -11,7 +11,7 @@
 #
 # **Question.** Which m of the n rollouts should the update keep, how is the max-variance subset found fast, and how much of the full-n gradient does each rule keep?
 #
-# **Time here**: a few minutes in full mode on a 2-core CPU, under a minute or two in small mode; the last cell prints this run's total.
+# **Time here**: the last cell prints this run's total; most of it is section 8, which prints its own time. Small mode (the tests' sizes) takes a fraction of it.
 #
 # PODS keeps $m$ of the $n$ rollouts of each prompt for the update. The paper's rule
 # (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026, Sec. 3) keeps the subset whose rewards have the **largest variance**: GRPO
@@ -300,7 +300,7 @@ assert torch.allclose(a_format, a_correct, atol=0.02)
 # repository's CPU runs apply (`python -m minipods.train --small`, whose comparison notebook 05 runs, and
 # `--preset laptop`), so the model is set up as they set it (`minipods.presets.PRESETS["small"]`, printed
 # below): LoRA rank 16 with alpha 32, their CPU-sized adapter, and temperature 0.7, because sampled at 0.9
-# the 135M model rarely finishes a correct answer: most pools would be all wrong, silent, with no
+# the 135M model rarely finishes a correct answer (the preset's own note): most pools would be all wrong, silent, with no
 # gradient to compare. The gradients take the log-probabilities at that temperature, as the update does.
 # One difference: 96 new tokens, not the preset's 64. An answer cut off before its final number earns
 # nothing; training teaches the policy to answer within 64 tokens, but this pool comes from the untrained
@@ -309,28 +309,20 @@ assert torch.allclose(a_format, a_correct, atol=0.02)
 
 # %%
 from minipods.analysis import gradients
-from minipods.data import build_prompt, synthetic_problems
+from minipods.data import synthetic_problems
 from minipods.model import load_policy
 from minipods.presets import PRESETS
-from minipods.rewards import score_completions
-from minipods.fast.rollouts import generate_rollouts  # minipods.fast: the plain engine's distribution, less time
 
 SP = PRESETS["small"]  # the --small preset: model, LoRA and temperature (see above)
 print(f"--small: {SP['model']}, LoRA rank {SP['lora_r']} alpha {SP['lora_alpha']}, T {SP['temperature']}, "
       f"{SP['max_new_tokens']} new tokens, data {SP['data']}")
-P8, N8, NEW8 = (2, 6, 40) if SMALL else (6, 16, 96)
-MS8 = [2, 4] if SMALL else [2, 4, 8]
+P8, N8, NEW8, MS8 = (2, 6, 40, [2, 4]) if SMALL else (6, 16, 96, [2, 4, 8])
 t8 = time.perf_counter()
 model, tok = load_policy(SP["model"], lora_r=SP["lora_r"], lora_alpha=SP["lora_alpha"])  # fp32 on CPU
 items = synthetic_problems(P8, seed=3)
-torch.manual_seed(0)
-pool_ro = generate_rollouts(model, tok, [build_prompt(tok, it["question"]) for it in items], N8,
-                            max_new_tokens=NEW8, temperature=SP["temperature"], batch_size=16)
-scores = score_completions(pool_ro.texts, [it["gold"] for it in items for _ in range(N8)])
-pool_r = torch.tensor(scores["reward"])                  # (P*n,) correctness (+ format, never used by 135M)
-correct = np.array(scores["correct"]).reshape(P8, N8)    # (P, n) 0/1
-for g in range(P8):
-    print(f"prompt {g}: rewards {pool_r[g * N8:(g + 1) * N8].tolist()}")
+# n sampled rollouts per question (the fast engine, seed 0), scored: pool_r (P*n,), correct (P, n) 0/1
+pool_ro, pool_r, correct = lessons.rollout_pool(model, tok, items, N8, NEW8, SP["temperature"], seed=0)
+print("\n".join(f"prompt {g}: rewards {pool_r[g * N8:(g + 1) * N8].tolist()}" for g in range(P8)))
 long = (pool_ro.completion_mask.sum(1) > SP["max_new_tokens"]).numpy()
 print(f"{P8} x {N8} rollouts in {time.perf_counter() - t8:.0f} s; longer than {SP['max_new_tokens']} tokens: "
       f"{long.sum()} of {long.size}, among them {int(correct.ravel()[long].sum())} of the {int(correct.sum())} correct")
@@ -394,7 +386,7 @@ for m8 in MS8:
 # * **Max-variance is biased away from the full-$n$ gradient.** The random rule's gradient averaged over
 #   its draws points almost exactly along the full-$n$ gradient (not exactly: each draw re-standardises
 #   its advantages by its own std, and a silent draw contributes nothing), while max-variance's gradient
-#   is clearly off it at every $m$: the "random, mean of 200" cosine is above max-variance's (both
+#   is off it at every $m$: the "random, mean of 200" cosine is above max-variance's (both
 #   printed above, and asserted). The reason is what it keeps: the extremes. With one correct answer
 #   among $n$, $m = 2$ keeps that answer and one particular wrong answer (the first in sort order) with
 #   advantages $\pm 1$, where the full-$n$ gradient contrasts the correct answer with *all* the wrong
@@ -403,9 +395,9 @@ for m8 in MS8:
 #   max-variance wins; but it is not an estimate of the full-$n$ update.
 # * **That is not what the paper claims for it.** The paper chooses max-variance to keep the subset with
 #   the **most reward variance**, the most diverse, contrastive rewards: the strongest learning signal per
-#   kept rollout (the "kept reward var" column: the largest of the three rules on every prompt, by
+#   kept rollout (the "kept reward var" column: on every prompt at least as large as any other rule's, by
 #   construction, asserted), not the full-$n$ direction. Whether that biased but strong update trains
-#   better than an unbiased but noisy one is an empirical question, which notebook 05 and the studies in
+#   better than a nearly unbiased but noisy one is an empirical question, which notebook 05 and the studies in
 #   docs/results.md measure.
 # * **Norms**: a kept group of $m$ balanced rewards gives each rollout an advantage of about $\pm 1$ and
 #   divides by the tokens of $m$ rollouts, not $n$, so a non-silent subset's gradient is typically *larger*

@@ -88,6 +88,25 @@ def plot_kept(r, rules: dict) -> None:
     ax.set_title(f"kept (blue) vs. left out (grey), n = {len(r)}, m = {m}"); plt.tight_layout(); plt.show()
 
 
+def rollout_pool(model, tok, items, n: int, max_new_tokens: int, temperature: float, seed: int = 0):
+    """Section 8's pool: n sampled rollouts of each question in `items` (torch seeded with `seed` first),
+    from minipods.fast.rollouts (the plain engine's distribution, in less time), scored against the gold
+    answers. Returns (rollouts, rewards: (P*n,) tensor, correctness + format (the 135M model never earns
+    the format part), correct: (P, n) 0/1 array)."""
+    import numpy as np
+    import torch
+
+    from minipods.data import build_prompt
+    from minipods.fast.rollouts import generate_rollouts
+    from minipods.rewards import score_completions
+
+    torch.manual_seed(seed)
+    ro = generate_rollouts(model, tok, [build_prompt(tok, it["question"]) for it in items], n,
+                           max_new_tokens=max_new_tokens, temperature=temperature, batch_size=16)
+    scores = score_completions(ro.texts, [it["gold"] for it in items for _ in range(n)])
+    return ro, torch.tensor(scores["reward"]), np.array(scores["correct"]).reshape(len(items), n)
+
+
 def kept_signal(pool, res: dict, ms, draws: int = 200, seed: int = 0) -> dict:
     """Section 8's second analysis, on the pool of `minipods.analysis.gradients.gradient_pool`, for the
     result `res` of `gradients.compare_rules(pool, ms, draws=draws, seed=seed)`.
