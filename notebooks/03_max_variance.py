@@ -300,8 +300,8 @@ assert torch.allclose(a_format, a_correct, atol=0.02)
 # repository's CPU runs apply (`python -m minipods.train --small`, whose comparison notebook 05 runs, and
 # `--preset laptop`), so the model is set up as they set it (`minipods.presets.PRESETS["small"]`, printed
 # below): LoRA rank 16 with alpha 32, their CPU-sized adapter, and temperature 0.7, because sampled at 0.9
-# the 135M model rarely finishes a correct answer (the preset's own note): most pools would be all wrong, silent, with no
-# gradient to compare. The gradients take the log-probabilities at that temperature, as the update does.
+# the 135M model rarely finishes a correct answer (the preset's own note): most pools would be all wrong,
+# silent, with no gradient to compare. The gradients take the log-probabilities at that temperature, as the update does.
 # One difference: 96 new tokens, not the preset's 64. An answer cut off before its final number earns
 # nothing; training teaches the policy to answer within 64 tokens, but this pool comes from the untrained
 # model, whose answers often run longer (the cell counts them). (Alpha scales every LoRA gradient alike,
@@ -348,7 +348,8 @@ res = gradients.compare_rules(pool, MS8, draws=200, seed=0)
 sig = lessons.kept_signal(pool, res, MS8, draws=200, seed=0)  # kept reward variance; random's average direction
 live = ~res["silent_pool"]
 print(f"{P8 * N8} per-rollout gradients in {time.perf_counter() - t_grad:.0f} s (section 8 in all: "
-      f"{time.perf_counter() - t8:.0f} s); silent pools (all rewards equal, no gradient at all): {int((~live).sum())} of {P8}")
+      f"{time.perf_counter() - t8:.0f} s); silent pools (all rewards equal, no gradient at all): "
+      f"{int((~live).sum())} of {P8}")
 lessons.print_kept_signal(res, sig, MS8)
 
 # %% [markdown]

@@ -25,8 +25,9 @@ def selection_times(select, brute_force, ns, bf_ns, rng, repeat=5, clock=None) -
 
     `clock`: time.process_time by default, the CPU seconds of this process, which other jobs on a shared
     CPU do not stretch as they do the wall clock (for one thread on an idle core the two agree). Timings
-    are still noisy, so each point is the fastest of `repeat` calls (3 above n = 2^16), with the median. Returns lists: ns, fast, fast_median, bf_ns, bf, bf_fast, and per_nlogn
-    (the fastest time per n log2 n, in nanoseconds)."""
+    are still noisy, so each point is the fastest of `repeat` calls (3 above n = 2^16), with the median.
+    Returns lists: ns, fast, fast_median, bf_ns, bf, bf_fast, and per_nlogn (the fastest time per
+    n log2 n, in nanoseconds)."""
     import math
     import time
 
