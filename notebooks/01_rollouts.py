@@ -11,7 +11,7 @@
 #
 # **Question.** Why is generating many rollouts per prompt cheap, and what exactly does a batch of rollouts hold?
 #
-# **Time here**: a few minutes in full mode on a 2-core CPU, under a minute in small mode; the last cell prints this run's total.
+# **Time here**: several minutes in full mode on a 2-core CPU, under a minute in small mode; the last cell prints this run's total.
 #
 # PODS (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026) starts from one observation about RL for LLMs with verifiable rewards:
 # every training step has two phases with very different costs.

@@ -11,7 +11,7 @@
 #
 # **Question.** What does one GRPO update on the kept rollouts compute, and what does it cost in time and memory as m grows?
 #
-# **Time here**: a few minutes in full mode on a 2-core CPU, about a minute in small mode; the last cell prints this run's total.
+# **Time here**: several minutes in full mode on a 2-core CPU, about a minute in small mode; the last cell prints this run's total.
 #
 # The second, expensive phase of a PODS step (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026): one GRPO update on the $m$ kept
 # rollouts of each prompt. Step by step with `minipods.grpo`:
