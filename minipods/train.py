@@ -336,7 +336,12 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
     finally:
         bar.close()
     ckpt_io.save_adapter(out, model)
-    # last words: learning_curve.png and the first vs. the last evaluation on the same questions
+    report_learning(out)
+    return out
+
+
+def report_learning(out: Path) -> None:
+    """A run's last words: learning_curve.png and the first vs. the last evaluation on the same questions."""
     from minipods.learning_curve import plot_learning_curve  # here: matplotlib loads only at the end
     plot_learning_curve(out, out / "learning_curve.png")
     steps = eval_steps(out)
@@ -348,7 +353,6 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
         lo, hi = ch["ci95"]
         print(f"eval accuracy {100 * ch['acc_a']:.1f}% -> {100 * ch['acc_b']:.1f}% ({100 * ch['diff']:+.1f} points, "
               f"paired 95% CI [{100 * lo:+.1f}, {100 * hi:+.1f}], {ch['n']} questions)")
-    return out
 
 
 # ---------------------------------------------------------------- CLI
