@@ -81,7 +81,7 @@ from minipods.data import load_task, build_prompt
 
 P = 2 if SMALL else 4  # prompts
 items, source = load_task("gsm8k", "train", limit=P)
-print("data:", lessons.data_label(source))  # the env variable and folder name, not this machine's path
+print("data:", lessons.data_source_label(source))  # the env variable and folder name, not this machine's path
 assert source.startswith("gsm8k") or not os.environ.get("MINIPODS_GSM8K_DIR"), "MINIPODS_GSM8K_DIR is set but unreadable"
 if source.startswith("gsm8k"):  # the split sizes the text quotes, counted
     sizes = {split: len(load_task("gsm8k", split)[0]) for split in ("train", "test")}

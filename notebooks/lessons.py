@@ -17,19 +17,23 @@ from __future__ import annotations
 L40S_DATASHEET = {"mem_gbs": 864.0, "bf16_tflops": 362.0}
 
 
-def data_label(source: str) -> str:
-    """load_task's source with the machine's absolute path replaced by what the reader has: the
-    environment variable's name and the data folder's name ("gsm8k:/x/y/gsm8k" -> "GSM8K from
-    $MINIPODS_GSM8K_DIR (folder 'gsm8k')"); the hub and the synthetic fallback are kept as they are."""
+def data_source_label(source: str) -> str:
+    """`minipods.data.load_task`'s source (notebooks 01 and 02), said without this machine's absolute path: the environment
+    variable's name and the data folder's name ("GSM8K from $MINIPODS_GSM8K_DIR (folder 'gsm8k')"), or
+    the hub dataset, or the synthetic task's label unchanged."""
     import os
     from pathlib import Path
 
     from minipods.data import ENV_DIR
-    kind, _, where = source.partition(":")
-    if kind != "gsm8k" or where.startswith("hub:"):
-        return source
-    via = f"${ENV_DIR}" if where == os.environ.get(ENV_DIR) else "data_dir"
-    return f"GSM8K from {via} (folder {Path(where).name!r})"
+
+    if not source.startswith("gsm8k:"):
+        return source  # "synthetic", "synthetic (GSM8K not found)"
+    where = source[len("gsm8k:"):]
+    if where.startswith("hub:"):
+        return f"GSM8K from the Hugging Face hub ({where[len('hub:'):]})"
+    env = os.environ.get(ENV_DIR)
+    via = f"${ENV_DIR}" if env and Path(env).resolve() == Path(where).resolve() else "data_dir"
+    return f"GSM8K from {via} (folder {Path(where).resolve().name!r})"
 
 
 def plot_attention_mask(ro) -> None:
@@ -148,25 +152,6 @@ def plot_batch_timing(rows: list[dict], new_tokens: int, repeats: int) -> None:
 
 
 # ---------------------------------------------------------------- 02 rewards
-
-def data_source_label(source: str) -> str:
-    """`minipods.data.load_task`'s source, said without this machine's absolute path: the environment
-    variable's name and the data folder's name ("GSM8K from $MINIPODS_GSM8K_DIR (folder 'gsm8k')"), or
-    the hub dataset, or the synthetic task's label unchanged."""
-    import os
-    from pathlib import Path
-
-    from minipods.data import ENV_DIR
-
-    if not source.startswith("gsm8k:"):
-        return source  # "synthetic", "synthetic (GSM8K not found)"
-    where = source[len("gsm8k:"):]
-    if where.startswith("hub:"):
-        return f"GSM8K from the Hugging Face hub ({where[len('hub:'):]})"
-    env = os.environ.get(ENV_DIR)
-    via = f"${ENV_DIR}" if env and Path(env).resolve() == Path(where).resolve() else "data_dir"
-    return f"GSM8K from {via} (folder {Path(where).resolve().name!r})"
-
 
 def plot_group_rewards(rewards: dict, silent: dict, fires: dict):
     """Notebook 02, section 4: one panel per task, each group's n rewards scattered over its question

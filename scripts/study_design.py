@@ -144,10 +144,14 @@ def report(seeds: int = 10, ratio: float = 1.3, budget_s: float = LAPTOP_BUDGET_
 
 def probe_verdict(run_dir: str) -> str:
     """The probe run's training seconds at step 33 against the pilot's, and whether seeds may run here."""
-    import json
     from pathlib import Path
 
-    rows = [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    from minipods.checkpoint import RunError, read_log
+
+    try:
+        rows = read_log(Path(run_dir) / "metrics.jsonl")
+    except RunError as e:
+        raise ValueError(str(e)) from e
     row = next((r for r in rows if r.get("step") == PROBE_STEPS and "elapsed_s" in r), None)
     if row is None:
         raise ValueError(f"{run_dir}: no step {PROBE_STEPS} in metrics.jsonl (run the probe command to the end)")
