@@ -10,8 +10,8 @@ import pytest
 
 from minipods.analysis import plots, results
 from minipods.analysis.stats import paired_difference
-from minipods.analysis.summary import (FINAL, LEARNING, Point, difference, format_difference, summarize_study,
-                                       write_summary)
+from minipods.analysis.summary import (FINAL, LEARNING, Point, difference, format_difference, resolvable,
+                                       summarize_study, summary_lines, write_summary)
 from minipods.checkpoint import eval_path
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -110,6 +110,20 @@ def test_write_summary_files_carry_the_seed_level_numbers(tmp_path):
     text = md.read_text()
     assert "- `b` minus `a`, final evaluations: +25.0 points [−37.1, +87.1] over 3 seeds" in text
     assert "| a | 4 | 4 | 41.7 [" in text and "no target: `a`'s step-0 evaluation meets it" in text
+
+
+def test_summary_says_what_its_seeds_can_and_cannot_resolve():
+    se = 0.25 / math.sqrt(3)  # diffs +0.5, +0.25, 0: sd 0.25
+    assert resolvable([0.5, 0.25, 0.0]) == pytest.approx((4.303 * se, (4.303 + 0.8416) * se))
+    assert resolvable([0.3]) is None
+    text = "\n".join(summary_lines(summarize_study(STUDY, baseline="a", focus="b")))
+    assert "What 3 seeds can resolve" in text and "at least 2/2^3 = 0.25: no difference can reach p < 0.05" in text
+    assert f"the interval is ±{100 * 4.303 * se:.1f} points" in text and f"under ~{100 * 5.1446 * se:.1f} points" in text
+    one = "\n".join(summary_lines(summarize_study({0: STUDY[0]}, baseline="a", focus="b")))
+    assert "- One seed: no seed-level interval" in one and "sign-flip" not in one.split("What 1 seed")[1]
+    six = {s: STUDY[s % 3] for s in range(6)}
+    text6 = "\n".join(summary_lines(summarize_study(six, baseline="a", focus="b")))
+    assert "at least 2/2^6 = 0.0312." in text6
 
 
 def test_sweep_points_and_figure(tmp_path):

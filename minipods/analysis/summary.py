@@ -16,11 +16,12 @@ import math
 from pathlib import Path
 from typing import NamedTuple
 
-from minipods.analysis.stats import mean_interval, paired_difference, ratio_interval, sign_flip_p
+from minipods.analysis.stats import T975, mean_interval, paired_difference, ratio_interval, sign_flip_p
 
 BASELINE = "grpo"  # whose plateau is the target (paper: vanilla GRPO)
 FOCUS = "pods_max_variance"  # the arm compared with every other one (the paper's PODS)
 PLATEAU_K = 2  # the target: mean of the baseline's last 2 evaluations
+Z80 = 0.8416  # the normal 80% quantile: a paired t-test's 80%-power effect is about (t975 + Z80) sd / sqrt(k)
 
 
 class Point(NamedTuple):
@@ -252,6 +253,46 @@ def _pricing_lines(s: dict, unit: str) -> list[str]:
     return lines + [""]
 
 
+def resolvable(xs: list[float]) -> tuple[float, float] | None:
+    """(interval half-width, smallest effect found 4 times in 5) of a mean over k runs with these runs'
+    spread: t975(k-1) sd/sqrt(k) and (t975 + Z80) sd/sqrt(k), the usual normal approximation; None below 2."""
+    k = len(xs)
+    if k < 2:
+        return None
+    m = sum(xs) / k
+    se = math.sqrt(sum((x - m) ** 2 for x in xs) / (k - 1) / k)
+    t = T975[k - 2] if k - 1 <= len(T975) else 1.96
+    return t * se, (t + Z80) * se
+
+
+def _resolve_lines(s: dict) -> list[str]:
+    """What this many seeds can and cannot resolve, from their own spread (the study's power question)."""
+    k, base, focus = len(s["seeds"]), s["baseline"], s["focus"]
+    head = [f"What {k} seed{'s' * (k > 1)} can resolve (the training run is the unit):", ""]
+    if k < 2:
+        return head + ["- One seed: no seed-level interval and no p over runs; its paired intervals are about "
+                       "its own questions. Whether one arm beats another in general needs several seeds (the "
+                       "authors ran ten per arm; docs/results.md sizes the laptop study).", ""]
+    floor = 2 / 2 ** k
+    lines = [f"- The exact sign-flip p of {k} seeds is at least 2/2^{k} = {floor:.3g}"
+             + (": no difference can reach p < 0.05 with so few." if floor >= 0.05 else ".")]
+    d = s["versus"].get(base) if base and focus else None
+    r = d and resolvable([v["diff"] for v in d["per_seed"].values()])
+    if r:
+        lines.append(f"- Final accuracy, `{focus}` minus `{base}`: the interval is ±{100 * r[0]:.1f} points; with "
+                     f"this spread a true difference under ~{100 * r[1]:.1f} points is missed more than 1 time in 5.")
+    sp = s["time"]["arms"].get(focus, {}).get("speedup") if s["time"] and focus else None
+    if sp and sp["lo"] is not None:
+        h = math.log(sp["hi"] / sp["lo"]) / 2
+        t = T975[sp["k"] - 2] if sp["k"] - 1 <= len(T975) else 1.96
+        lines.append(f"- Speed-up of `{focus}` over `{base}` ({sp['k']} seeds with a ratio): the interval is "
+                     f"×/÷{math.exp(h):.2f}; a true speed-up under ~{math.exp(h * (t + Z80) / t):.2f}x is missed "
+                     "more than 1 time in 5.")
+    elif sp is not None:
+        lines.append(f"- Speed-up of `{focus}` over `{base}`: {sp['k']} seed(s) give a ratio, too few for an interval.")
+    return head + lines + [""]
+
+
 def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "s") -> list[str]:
     """summary.md's lines; times in `unit` ("s" for training seconds, e.g. "h" for hours)."""
     configs, base, focus, seeds = configs or {}, s["baseline"], s["focus"], s["seeds"]
@@ -281,7 +322,7 @@ def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "
                   "-" if c.get("peak_mem_mb") is None else f"{c['peak_mem_mb']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
     lines += [""] + (_time_lines(s, unit) if s["time"] else [])
-    return lines + (_pricing_lines(s, unit) if s.get("pricing") else [])
+    return lines + (_pricing_lines(s, unit) if s.get("pricing") else []) + _resolve_lines(s)
 
 
 def _csv_row(s: dict, a: str, configs: dict) -> dict:
