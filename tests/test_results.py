@@ -124,6 +124,12 @@ def test_summary_says_what_its_seeds_can_and_cannot_resolve():
     six = {s: STUDY[s % 3] for s in range(6)}
     text6 = "\n".join(summary_lines(summarize_study(six, baseline="a", focus="b")))
     assert "at least 2/2^6 = 0.0312." in text6
+    pts = (lambda *ta: [Point(s, i, acc, 100) for i, (s, acc) in enumerate(ta)])  # b reaches a's 50% 2x, 2.5x sooner
+    two = {0: {"a": pts((0, 0), (10, .5), (20, .5)), "b": pts((0, 0), (5, .5), (20, .5))},
+           1: {"a": pts((0, 0), (10, .5), (20, .5)), "b": pts((0, 0), (4, .5), (20, .5))}}
+    h = 12.706 * math.log(2.5 / 2) / 2  # t975(1) sd / sqrt(2), sd = |log 2.5 - log 2| / sqrt(2)
+    assert f"(2 seeds with a ratio): the interval is ×/÷{math.exp(h):.2f}" in "\n".join(
+        summary_lines(summarize_study(two, baseline="a", focus="b")))
 
 
 def test_sweep_points_and_figure(tmp_path):

@@ -277,8 +277,7 @@ def _resolve_lines(s: dict) -> list[str]:
     lines = [f"- The exact sign-flip p of {k} seeds is at least 2/2^{k} = {floor:.3g}"
              + (": no difference can reach p < 0.05 with so few." if floor >= 0.05 else ".")]
     d = s["versus"].get(base) if base and focus else None
-    r = d and resolvable([v["diff"] for v in d["per_seed"].values()])
-    if r:
+    if r := d and resolvable([v["diff"] for v in d["per_seed"].values()]):
         lines.append(f"- Final accuracy, `{focus}` minus `{base}`: the interval is ±{100 * r[0]:.1f} points; with "
                      f"this spread a true difference under ~{100 * r[1]:.1f} points is missed more than 1 time in 5.")
     sp = s["time"]["arms"].get(focus, {}).get("speedup") if s["time"] and focus else None
@@ -288,8 +287,6 @@ def _resolve_lines(s: dict) -> list[str]:
         lines.append(f"- Speed-up of `{focus}` over `{base}` ({sp['k']} seeds with a ratio): the interval is "
                      f"×/÷{math.exp(h):.2f}; a true speed-up under ~{math.exp(h * (t + Z80) / t):.2f}x is missed "
                      "more than 1 time in 5.")
-    elif sp is not None:
-        lines.append(f"- Speed-up of `{focus}` over `{base}`: {sp['k']} seed(s) give a ratio, too few for an interval.")
     return head + lines + [""]
 
 
