@@ -20,6 +20,11 @@ T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
         2.045, 2.042]
 
 
+def t975(df: int) -> float:
+    """Student's t two-sided 95% quantile for df degrees of freedom (1.96 beyond the table)."""
+    return T975[df - 1] if df <= len(T975) else 1.96
+
+
 def mean_interval(xs: list[float | None], bounds: tuple[float, float] = (-math.inf, math.inf)) -> dict:
     """Mean of the finite numbers in xs with its 95% Student-t interval, clipped to `bounds`:
     mean, lo, hi (None below two numbers), k (numbers used), of (len(xs))."""
@@ -29,7 +34,7 @@ def mean_interval(xs: list[float | None], bounds: tuple[float, float] = (-math.i
     if k < 2:
         return {"mean": m, "lo": None, "hi": None, "k": k, "of": len(xs)}
     sd = math.sqrt(sum((x - m) ** 2 for x in v) / (k - 1))
-    h = (T975[k - 2] if k - 1 <= len(T975) else 1.96) * sd / math.sqrt(k)  # t(k - 1) sd / sqrt(k)
+    h = t975(k - 1) * sd / math.sqrt(k)
     return {"mean": m, "lo": max(bounds[0], m - h), "hi": min(bounds[1], m + h), "k": k, "of": len(xs)}
 
 

@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 from typing import NamedTuple
 
-from minipods.analysis.stats import T975, mean_interval, paired_difference, ratio_interval, sign_flip_p
+from minipods.analysis.stats import mean_interval, paired_difference, ratio_interval, sign_flip_p, t975
 
 BASELINE = "grpo"  # whose plateau is the target (paper: vanilla GRPO)
 FOCUS = "pods_max_variance"  # the arm compared with every other one (the paper's PODS)
@@ -254,15 +254,13 @@ def _pricing_lines(s: dict, unit: str) -> list[str]:
 
 
 def resolvable(xs: list[float]) -> tuple[float, float] | None:
-    """(interval half-width, smallest effect found 4 times in 5) of a mean over k runs with these runs'
-    spread: t975(k-1) sd/sqrt(k) and (t975 + Z80) sd/sqrt(k), the usual normal approximation; None below 2."""
-    k = len(xs)
-    if k < 2:
-        return None
-    m = sum(xs) / k
-    se = math.sqrt(sum((x - m) ** 2 for x in xs) / (k - 1) / k)
-    t = T975[k - 2] if k - 1 <= len(T975) else 1.96
-    return t * se, (t + Z80) * se
+    """(95% half-width t975 sd/sqrt(k), effect found 4 times in 5 ~ (t975 + Z80) sd/sqrt(k)) over k runs; None: k < 2."""
+    m = mean_interval(xs)
+    return None if m["lo"] is None else ((m["hi"] - m["lo"]) / 2, (m["hi"] - m["lo"]) / 2 * _power80(m["k"]))
+
+
+def _power80(k: int) -> float:  # the 80%-power effect over the 95% interval's half-width, for k runs
+    return (t975(k - 1) + Z80) / t975(k - 1)
 
 
 def _resolve_lines(s: dict) -> list[str]:
@@ -273,9 +271,8 @@ def _resolve_lines(s: dict) -> list[str]:
         return head + ["- One seed: no seed-level interval and no p over runs; its paired intervals are about "
                        "its own questions. Whether one arm beats another in general needs several seeds (the "
                        "authors ran ten per arm; docs/results.md sizes the laptop study).", ""]
-    floor = 2 / 2 ** k
-    lines = [f"- The exact sign-flip p of {k} seeds is at least 2/2^{k} = {floor:.3g}"
-             + (": no difference can reach p < 0.05 with so few." if floor >= 0.05 else ".")]
+    lines = [f"- The exact sign-flip p of {k} seeds is at least 2/2^{k} = {2 / 2 ** k:.3g}"
+             + (": no difference can reach p < 0.05 with so few." if 2 / 2 ** k >= 0.05 else ".")]
     d = s["versus"].get(base) if base and focus else None
     if r := d and resolvable([v["diff"] for v in d["per_seed"].values()]):
         lines.append(f"- Final accuracy, `{focus}` minus `{base}`: the interval is ±{100 * r[0]:.1f} points; with "
@@ -283,9 +280,8 @@ def _resolve_lines(s: dict) -> list[str]:
     sp = s["time"]["arms"].get(focus, {}).get("speedup") if s["time"] and focus else None
     if sp and sp["lo"] is not None:
         h = math.log(sp["hi"] / sp["lo"]) / 2
-        t = T975[sp["k"] - 2] if sp["k"] - 1 <= len(T975) else 1.96
         lines.append(f"- Speed-up of `{focus}` over `{base}` ({sp['k']} seeds with a ratio): the interval is "
-                     f"×/÷{math.exp(h):.2f}; a true speed-up under ~{math.exp(h * (t + Z80) / t):.2f}x is missed "
+                     f"×/÷{math.exp(h):.2f}; a true speed-up under ~{math.exp(h * _power80(sp['k'])):.2f}x is missed "
                      "more than 1 time in 5.")
     return head + lines + [""]
 
