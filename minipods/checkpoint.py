@@ -243,7 +243,8 @@ def save_checkpoint(out: Path, model, optimizer, state: dict) -> Path:
         _save_adapter_files(model, tmp / "adapter")
         fault_point("save:adapter")
         buf = io.BytesIO()  # torch.save to a file reports a full disk as a RuntimeError; open() as OSError
-        torch.save({"optimizer": optimizer.state_dict(), "rng": rng_state()}, buf)
+        sc = getattr(optimizer, "loss_scaler", None)  # fp16's dynamic loss scale, resumed where it stood
+        torch.save({"optimizer": optimizer.state_dict(), "rng": rng_state(), "scaler": sc.state_dict() if sc else {}}, buf)
         (tmp / "trainer.pt").write_bytes(buf.getvalue())  # fsynced with the other files below
         fault_point("save:trainer")
         (tmp / "state.json").write_text(json.dumps(state, indent=1))  # written last: marks the folder whole
@@ -286,7 +287,7 @@ def _read_state(path: Path) -> dict:
 
 
 def load_trainer(path: Path) -> dict:
-    """trainer.pt as {optimizer, rng}; a pickle naming any class or function is refused unrun."""
+    """trainer.pt as {optimizer, rng, scaler}; a pickle naming any class or function is refused unrun."""
     try:
         names = set(torch.serialization.get_unsafe_globals_in_checkpoint(path))
     except Exception as e:  # noqa: BLE001 - not a torch.save zip file (a raw pickle, a torn or foreign file)
@@ -304,9 +305,9 @@ def load_trainer(path: Path) -> dict:
 
 def _check_trainer(trainer: dict) -> None:
     """The shape of a trainer state, so set_rng_state and the optimizer get what they expect."""
-    rng, opt = trainer["rng"], trainer["optimizer"]
-    if not (isinstance(opt, dict) and {"state", "param_groups"} <= set(opt)):
-        raise TypeError("optimizer state has no state/param_groups")
+    rng, opt, scaler = trainer["rng"], trainer["optimizer"], trainer.get("scaler", {})  # no scaler: saved before fp16's
+    if not (isinstance(opt, dict) and {"state", "param_groups"} <= set(opt)) or {type(v) for v in scaler.values()} - {int, float}:
+        raise TypeError("optimizer state has no state/param_groups, or the loss-scaler state is not plain numbers")
     if not (isinstance(rng["torch"], torch.Tensor) and rng["torch"].dtype == torch.uint8):
         raise TypeError("torch RNG state is not a uint8 tensor")
     py, npy = rng["python"], rng["numpy"]

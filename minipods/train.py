@@ -236,7 +236,7 @@ def train(cfg: TrainConfig, model=None, tokenizer=None) -> Path:
 
 
 def _restore(ck: dict | None, out: Path, model, optimizer, device: str) -> dict:
-    """The counters of checkpoint `ck` (zeros for a fresh run), its adapter, optimizer and RNGs restored;
+    """The counters of checkpoint `ck` (zeros for a fresh run), its adapter, optimizer, loss scale and RNGs restored;
     metrics rows and evaluation files of later steps (a hard kill) are dropped: those steps run again."""
     metrics_path = out / "metrics.jsonl"
     state = {"step": 0, "elapsed_s": 0.0, "nonfinite_skips": 0}
@@ -245,10 +245,10 @@ def _restore(ck: dict | None, out: Path, model, optimizer, device: str) -> dict:
         set_peft_model_state_dict(model, {k: v.to(device) for k, v in ck["adapter"].items()})
         state = {k: ck["state"][k] for k in state}
         optimizer.load_state_dict(ck["trainer"]["optimizer"])
+        if optimizer.loss_scaler and ck["trainer"].get("scaler"):  # fp16: the scale it had reached, not 2^16 anew
+            optimizer.loss_scaler.load_state_dict(ck["trainer"]["scaler"])
         ckpt_io.set_rng_state(ck["trainer"]["rng"])
-        ckpt_io.write_rows(metrics_path, [r for r in ckpt_io.read_log(metrics_path) if r["step"] <= state["step"]])
-    else:
-        ckpt_io.write_rows(metrics_path, [])
+    ckpt_io.write_rows(metrics_path, [r for r in ckpt_io.read_log(metrics_path) if r["step"] <= state["step"]] if ck else [])
     for k in eval_steps(out):
         if k > state["step"]:
             eval_path(out, k).unlink()
@@ -299,8 +299,7 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
     st = _restore(ck, out, model, optimizer, device)
     pricing = update_pricing(cfg.fast, cfg.skip_silent, cfg.beta)  # what update_s paid
     ckpt_io.write_atomic(out / "config.json", json.dumps({**asdict(cfg), "device": device, "data_source": source,
-                                                          "num_train_items": len(items), "update_pricing": pricing},
-                                                         indent=1))
+                                                          "num_train_items": len(items), "update_pricing": pricing}, indent=1))
     metrics_path = out / "metrics.jsonl"
     if eval_items and st["step"] == 0:
         ckpt_io.append_row(metrics_path, {"step": 0, "elapsed_s": 0.0,

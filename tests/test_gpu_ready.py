@@ -215,6 +215,32 @@ def test_fp16_overflow_is_skipped_counted_and_backs_the_scale_off():
     assert out["grad_norm"] != out["grad_norm"]  # nan: reported as such
 
 
+def test_fp16_loss_scale_comes_back_on_resume_and_a_bad_one_is_refused(tmp_path):
+    """Resume is exact in fp16 too: the scale a run had backed off to, and its growth counter, come back
+    from trainer.pt (a fresh GradScaler would start again at 2^16 and overflow, skipping steps the
+    uninterrupted run took). A scaler state that is not plain numbers is refused like any foreign file."""
+    from minipods import checkpoint as ck
+    from minipods.train import TrainConfig, _restore, make_optimizer
+
+    model, _ = _fp16_tiny_and_batch()
+    opt = make_optimizer(model, TrainConfig(), "cpu")
+    reached = {"scale": 2.0 ** 9, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000,
+               "_growth_tracker": 37}
+    opt.loss_scaler.load_state_dict(reached)
+    ck.save_checkpoint(tmp_path, model, opt, {"step": 3, "elapsed_s": 1.5, "nonfinite_skips": 2})
+    fresh = make_optimizer(model, TrainConfig(), "cpu")
+    assert fresh.loss_scaler.get_scale() == 2.0 ** 16
+    state = _restore(ck.load_checkpoint(tmp_path), tmp_path, model, fresh, "cpu")
+    assert state == {"step": 3, "elapsed_s": 1.5, "nonfinite_skips": 2}
+    assert fresh.loss_scaler.state_dict() == reached and fresh.loss_scaler.get_scale() == 2.0 ** 9
+    path = tmp_path / "checkpoint" / "trainer.pt"
+    trainer = torch.load(path, weights_only=True)
+    trainer["scaler"]["scale"] = "512"
+    torch.save(trainer, path)
+    with pytest.raises(ck.Refused, match="loss-scaler state is not plain numbers"):
+        ck.load_trainer(path)
+
+
 # ---------------------------------------------------------------- why the embedding stays float32
 def test_embedding_in_bf16_alone_would_not_shrink_the_kv_cache(tmp_path, monkeypatch):
     """A 4-bit Qwen-shaped twin with bf16 compute, prepared as training prepares it: the residual

@@ -91,7 +91,8 @@ def test_a_checkpoint_holds_no_pickled_objects(run_dir):
     path = run_dir / "checkpoint" / "trainer.pt"
     assert torch.serialization.get_unsafe_globals_in_checkpoint(path) == []
     trainer = torch.load(path, weights_only=True)  # loads with torch's own safe loader, as it is
-    assert set(trainer) == {"optimizer", "rng"} and len(trainer["rng"]["numpy"]["key"]) == 624
+    assert set(trainer) == {"optimizer", "rng", "scaler"} and len(trainer["rng"]["numpy"]["key"]) == 624
+    assert trainer["scaler"] == {}  # float32: no loss scale to keep
 
 
 def test_a_numpy_array_in_trainer_pt_is_refused(tmp_path):
