@@ -282,7 +282,8 @@ def test_seeds_run_each_arm_once_per_seed_and_summarize_across_them(tmp_path, mo
     md = (out / "summary.md").read_text()
     assert "2 seeds (0, 1)" in md and "| grpo_same_n | 4 | 4 |" in md
     assert (out / "accuracy_vs_time.png").read_bytes().startswith(PNG_MAGIC)
-    assert (out / "seed1" / "summary.md").is_file()  # each seed is a whole comparison too
+    # each seed is a whole comparison too, labelled with its own seed
+    assert (out / "seed1" / "summary.md").read_text().startswith("# minipods comparison: 1 seed (1)\n")
     # a re-run trains nothing; the plots CLI redraws the same summary from the saved runs
     before = (out / "summary.csv").read_text()
     f2 = Factory()

@@ -225,7 +225,7 @@ def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_fact
         del model, tok
         gc.collect()
 
-    for p in plots.make({0: {name: Path(cfg.output_dir) for name, cfg in cfgs.items()}}, out, meta).values():
+    for p in plots.make({cfg.seed: {a: Path(c.output_dir) for a, c in cfgs.items()}}, out, meta).values():  # seed: all arms'
         log(f"wrote {p}")
     return out
 
