@@ -123,8 +123,8 @@ def report(seeds: int = 10, ratio: float = 1.3, budget_s: float = LAPTOP_BUDGET_
     silent = [(p_, q ** 4 + (1 - q) ** 4, q ** 16 + (1 - q) ** 16) for p_, q in (("20%", 0.2), ("50%", 0.5))]
     lines.append("silent steps (0/1 rewards all equal) at per-sample accuracy " + "; ".join(
         f"{p_}: grpo n=4 {100 * g4:.0f}%, pods n=16 {100 * p16:.1f}%" for p_, g4, p16 in silent))
-    lines.append(f"old study: log(grpo/pods time) per seed {sp['log_ratios']}, SD {sp['sd_log']:.3f}; "
-                 f"final accuracy difference {sp['acc_diffs']}, SD {sp['sd_acc']:.1f} points")
+    lines.append(f"{'given (--log-ratios)' if log_ratios else 'old study'}: log(grpo/pods time) per seed {sp['log_ratios']}, "
+                 f"SD {sp['sd_log']:.3f}; old study's final accuracy difference {sp['acc_diffs']}, SD {sp['sd_acc']:.1f} points")
     up = sd_upper(sp["sd_log"], len(sp["log_ratios"]))
     lines.append(f"the grid ({eval_every_s:.0f} s) adds SD {grid_sd_log(eval_every_s, budget_s / 2):.2f} to a log ratio at "
                  f"{budget_s / 2:.0f} s; the old study's grid (8 steps, ~84-114 s) {grid_sd_log(99, 340):.2f} at 340 s" +
