@@ -200,9 +200,9 @@ def _meta(cfgs: dict[str, TrainConfig], preset, overrides) -> dict:
 
 
 def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_factory, log, overrides) -> Path:
-    meta = {**_meta(cfgs, preset, overrides), "budget_s": cfgs[next(iter(cfgs))].budget_s,
-            "sweep": {"param": sweep[0], "values": sweep[1], "arms": [f"pods_{sweep[0]}{v}" for v in sweep[1]]}
-            if sweep else None}
+    first = next(iter(cfgs.values()))  # the arms of one run share its seed and budget
+    meta = {**_meta(cfgs, preset, overrides), "budget_s": first.budget_s, "sweep": {"param": sweep[0],
+            "values": sweep[1], "arms": [f"pods_{sweep[0]}{v}" for v in sweep[1]]} if sweep else None}
     write_atomic(out / results.COMPARISON_FILE, json.dumps(meta, indent=1))
 
     for i, (name, cfg) in enumerate(cfgs.items(), 1):
@@ -225,7 +225,7 @@ def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_fact
         del model, tok
         gc.collect()
 
-    for p in plots.make({cfg.seed: {a: Path(c.output_dir) for a, c in cfgs.items()}}, out, meta).values():  # seed: all arms'
+    for p in plots.make({first.seed: {a: Path(c.output_dir) for a, c in cfgs.items()}}, out, meta).values():
         log(f"wrote {p}")
     return out
 
