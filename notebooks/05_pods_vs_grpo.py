@@ -459,7 +459,7 @@ print(verdict_silent)
 # selection, and the paper's 1.7-2x is not reproduced (docs/results.md gives the reasons it found,
 # among them the same silent-row discount section 4 measures here). That study is not the paper's own
 # design (one prompt per step, $n/m = 4$, an update that pays every kept row, equal training time): its
-# laptop-scale version, `--preset laptop`, is designed and piloted; its ten-seed study has run six of
+# laptop-scale version, `--preset laptop`, is designed and piloted; its ten-seed study has run eight of
 # its ten seeds, which resolve nothing yet (docs/results.md, "The study as run").
 #
 # ## 9. Takeaways

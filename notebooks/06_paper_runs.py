@@ -406,7 +406,7 @@ assert "GSM8K-trained, on MATH500" in clear6 and "Llama, on GSM8K" in slower
 # ## 7. The paper's runs vs this laptop
 #
 # The same summary (`summarize_study`) over the paper's GRPO and PODS runs and over a laptop study.
-# **The laptop study on the paper's design has run 6 of its 10 seeds** (`studies/laptop10`): when it has all ten, point
+# **The laptop study on the paper's design has run 8 of its 10 seeds** (`studies/laptop10`): when it has all ten, point
 # `MINIPODS_NB_LAPTOP_DIR` at its `compare --seeds` folder (an absolute path) and re-run this notebook;
 # its column fills from the same code. Until then the table shows, labelled as a different design, the
 # five-seed study of docs/results.md (SmolLM2-135M on a 2-core CPU, synthetic problems, GRPO n = m = 4

@@ -1,5 +1,6 @@
 """The paper's experiment at laptop scale: the presets match the authors' run, the evaluation time
-grid, the update's pricing recorded per run, compare's arms, and the power calculation."""
+grid, the update's pricing recorded per run, compare's arms, the power calculation, and the study's
+table in docs/results.md computed from its run folders."""
 import json
 import math
 
@@ -94,11 +95,11 @@ def test_compare_small_is_the_laptop_preset_and_conflicts_with_others(tmp_path, 
     assert list(compare.arm_configs()) == list(compare.DEFAULT_ARMS)
 
 
-def _study_design():
+def _study_design(name="study_design"):
     import importlib.util
     from pathlib import Path
-    path = Path(__file__).resolve().parents[1] / "scripts" / "study_design.py"
-    spec = importlib.util.spec_from_file_location("study_design", path)
+    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -139,3 +140,22 @@ def test_machine_probe_verdict(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         D.main(["--probe", str(tmp_path / "missing")])
     assert e.value.code == 2 and "metrics.jsonl" in capsys.readouterr().err
+
+
+def test_the_docs_study_table_is_computed_from_the_run_folders(tmp_path):
+    from pathlib import Path
+    T_ = _study_design("study_table")
+    root = Path(__file__).resolve().parents[1]
+    rows = T_.table(root / "studies" / "laptop10")
+    docs = (root / "docs" / "results.md").read_text()
+    assert len(rows) >= 18 and len(rows) % 3 == 0      # three arms a finished seed; seeds 0-5 at least
+    assert [r for r in rows if r not in docs] == []     # every finished seed's row, as the docs print it
+    # one arm by hand: accuracy (step) per grid point, steps, silent share, wall (evaluation) time
+    run = tmp_path / "seed7" / "grpo"
+    run.mkdir(parents=True)
+    lines = [{"step": 0, "eval_accuracy": 0.125, "eval_s": 40.0}, {"step": 1, "zero_std_frac": 1.0},
+             {"step": 2, "zero_std_frac": 0.5}, {"step": 2, "eval_accuracy": 0.31, "eval_s": 41.5}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    (run / "DONE").write_text(json.dumps({"step": 2, "wall_s_this_call": 1234.4}))
+    assert T_.arm_row(7, "grpo", run) == "| 7 | `grpo` | 12 | 31 (2) | 2 | 75% | 1,234 s (82 s) |"
+    assert T_.table(tmp_path) == []                     # its other two arms have not finished
