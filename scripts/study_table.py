@@ -11,30 +11,29 @@ import json
 import sys
 from pathlib import Path
 
-ARMS = ("grpo", "pods_max_variance", "pods_random")
+from minipods.analysis import results
 
 
 def arm_row(seed: int, arm: str, run: Path) -> str:
-    rows = [json.loads(line) for line in open(run / "metrics.jsonl")]
+    rows = results.read_rows(run)                               # the run's metrics, as the summary reads them
     evals = [r for r in rows if "eval_accuracy" in r]          # step 0 first, then one per grid point
-    steps = [r for r in rows if "zero_std_frac" in r]
     done = json.loads((run / "DONE").read_text())
     cells = [f"{100 * evals[0]['eval_accuracy']:.0f}"]
     cells += [f"{100 * e['eval_accuracy']:.0f} ({e['step']})" for e in evals[1:]]
-    silent = 100 * sum(r["zero_std_frac"] for r in steps) / len(steps)
+    silent = 100 * results.summarize({arm: rows})[0]["zero_std_frac"]  # the summary's zero-std groups
     eval_s = sum(e["eval_s"] for e in evals)
     return (f"| {seed} | `{arm}` | " + " | ".join(cells)
             + f" | {done['step']} | {silent:.0f}% | {done['wall_s_this_call']:,.0f} s ({eval_s:,.0f} s) |")
 
 
 def table(study: Path) -> list[str]:
-    """The rows of every seed whose three arms have finished, in seed order."""
-    seeds = sorted(int(p.name[4:]) for p in study.glob("seed*") if p.name[4:].isdigit())
-    return [arm_row(s, arm, study / f"seed{s}" / arm) for s in seeds
-            if all((study / f"seed{s}" / a / "DONE").exists() for a in ARMS) for arm in ARMS]
+    """The rows of every seed (of the study's comparison.json) whose arms have all finished, in seed order."""
+    meta = json.loads((study / results.COMPARISON_FILE).read_text())
+    return [arm_row(s, arm, run) for s, arms in sorted(results.seed_dirs(study, meta).items())
+            if all((study / f"seed{s}" / a / "DONE").exists() for a in meta["arms"]) for arm, run in arms.items()]
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or not Path(sys.argv[1]).is_dir():
-        sys.exit("usage: python scripts/study_table.py STUDY_DIR  (a compare --output-dir with seedS/ARM/ folders)")
+    if len(sys.argv) != 2 or not (Path(sys.argv[1]) / results.COMPARISON_FILE).is_file():
+        sys.exit(f"usage: python scripts/study_table.py STUDY_DIR  (a compare --output-dir with {results.COMPARISON_FILE})")
     print("\n".join(table(Path(sys.argv[1]))))

@@ -95,7 +95,7 @@ def test_compare_small_is_the_laptop_preset_and_conflicts_with_others(tmp_path, 
     assert list(compare.arm_configs()) == list(compare.DEFAULT_ARMS)
 
 
-def _study_design(name="study_design"):
+def _script(name):
     import importlib.util
     from pathlib import Path
     path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
@@ -106,7 +106,7 @@ def _study_design(name="study_design"):
 
 
 def test_power_of_the_paired_t_test_and_the_design_numbers():
-    D = _study_design()
+    D = _script("study_design")
     # the textbook case: a one-sample t-test with effect = SD needs 10 observations for 80% (power 0.803)
     assert D.t_test_power(10, 1.0, 1.0) == pytest.approx(0.803, abs=0.015)
     assert D.t_test_power(9, 1.0, 1.0) < 0.79 and D.seeds_needed(1.0, 1.0) == 10
@@ -122,7 +122,7 @@ def test_power_of_the_paired_t_test_and_the_design_numbers():
 
 
 def test_machine_probe_verdict(tmp_path, capsys):
-    D = _study_design()
+    D = _script("study_design")
 
     def probe(elapsed_at_33, steps=33):
         d = tmp_path / f"p{elapsed_at_33}_{steps}"
@@ -144,7 +144,7 @@ def test_machine_probe_verdict(tmp_path, capsys):
 
 def test_the_docs_study_table_is_computed_from_the_run_folders(tmp_path):
     from pathlib import Path
-    T_ = _study_design("study_table")
+    T_ = _script("study_table")
     root = Path(__file__).resolve().parents[1]
     rows = T_.table(root / "studies" / "laptop10")
     docs = (root / "docs" / "results.md").read_text()
@@ -153,9 +153,12 @@ def test_the_docs_study_table_is_computed_from_the_run_folders(tmp_path):
     # one arm by hand: accuracy (step) per grid point, steps, silent share, wall (evaluation) time
     run = tmp_path / "seed7" / "grpo"
     run.mkdir(parents=True)
-    lines = [{"step": 0, "eval_accuracy": 0.125, "eval_s": 40.0}, {"step": 1, "zero_std_frac": 1.0},
-             {"step": 2, "zero_std_frac": 0.5}, {"step": 2, "eval_accuracy": 0.31, "eval_s": 41.5}]
+    lines = [{"step": 0, "eval_accuracy": 0.125, "eval_s": 40.0},
+             {"step": 1, "step_s": 7.0, "elapsed_s": 7.0, "zero_std_frac": 1.0},
+             {"step": 2, "step_s": 7.0, "elapsed_s": 14.0, "zero_std_frac": 0.5},
+             {"step": 2, "eval_accuracy": 0.31, "eval_s": 41.5}]
     (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
     (run / "DONE").write_text(json.dumps({"step": 2, "wall_s_this_call": 1234.4}))
     assert T_.arm_row(7, "grpo", run) == "| 7 | `grpo` | 12 | 31 (2) | 2 | 75% | 1,234 s (82 s) |"
+    (tmp_path / "comparison.json").write_text(json.dumps({"seeds": [7], "arms": list(compare.LAPTOP_ARMS)}))
     assert T_.table(tmp_path) == []                     # its other two arms have not finished
