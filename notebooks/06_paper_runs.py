@@ -372,9 +372,10 @@ def read_pair(bench, g, q):
 
 
 # %%
-def sx(s):
+def sx(s, censored=0):
+    """A speed-up's ratio_interval; censored seeds (never reached: entered at the run's end) make it an upper bound, ≤."""
     return "no target (the base model meets it)" if s is None or s["ratio"] is None else \
-        f"{s['ratio']:.2f}x [{s['lo']:.2f}, {s['hi']:.2f}]"
+        f"{'≤' if censored else ''}{s['ratio']:.2f}x [{s['lo']:.2f}, {s['hi']:.2f}]"
 
 
 PAIRS = {"GSM8K-trained, on GSM8K": ("gsm8k", GRPO, PODS), "GSM8K-trained, on MATH500": ("math500", GRPO, PODS),
@@ -406,9 +407,11 @@ assert "GSM8K-trained, on MATH500" in clear6 and "Llama, on GSM8K" in slower
 # ## 7. The paper's runs vs this laptop
 #
 # The same summary (`summarize_study`) over the paper's GRPO and PODS runs and over a laptop study.
-# **The laptop study on the paper's design has run 8 of its 10 seeds** (`studies/laptop10`): when it has all ten, point
-# `MINIPODS_NB_LAPTOP_DIR` at its `compare --seeds` folder (an absolute path) and re-run this notebook;
-# its column fills from the same code. Until then the table shows, labelled as a different design, the
+# **The laptop study on the paper's design** (`studies/laptop10`, in the repository: ten seeds of
+# `python -m minipods.compare --preset laptop`, SmolLM2-135M on a 2-core CPU, one prompt a step, GRPO
+# n = m = 4 vs PODS n = 16 → 4 and random 16 → 4, every kept row paid, 900 s of training) fills its column
+# from its run folders; point `MINIPODS_NB_LAPTOP_DIR` at another `compare --seeds` folder (an absolute
+# path) to read that one instead. Beside them, labelled as a different design, the
 # five-seed study of docs/results.md (SmolLM2-135M on a 2-core CPU, synthetic problems, GRPO n = m = 4
 # vs PODS n = 8 → 4, 4 prompts a step, 32 steps), read from that page's per-seed table of first and
 # final accuracies (its run folders are not in the repository, so its times cannot be re-read).
@@ -432,7 +435,9 @@ def five_seed_study(path=ROOT / "docs" / "results.md"):
 
 
 # %%
-laptop_dir = os.environ.get("MINIPODS_NB_LAPTOP_DIR")
+laptop_dir = os.environ.get("MINIPODS_NB_LAPTOP_DIR") or ROOT / "studies" / "laptop10"
+if not (Path(laptop_dir) / "comparison.json").is_file():
+    laptop_dir = None  # an installed package without the repository's studies/
 if laptop_dir:
     meta = json.loads((Path(laptop_dir) / "comparison.json").read_text())
     laptop = summarize_study(read_study({s: {a: Path(laptop_dir) / f"seed{s}" / a for a in meta["arms"]} for s in meta["seeds"]}),
@@ -442,16 +447,16 @@ if laptop_dir:
 def column(s, g, q):
     """A summary's cells: GRPO and PODS final accuracy, PODS minus GRPO, PODS's learning, the robust speed-up."""
     v, learn = s["versus"][g]["seeds"], s["learning"][q]["seeds"]
-    sp = s["time"]["arms"].get(q, {}).get("speedup") if s["time"] else None
+    t = s["time"]["arms"].get(q, {}) if s["time"] else {}
     return [f"{len(s['seeds'])}", pct(s["final"][g]), pct(s["final"][q]),
             f"{100 * v['mean']:+.1f} [{100 * v['lo']:+.1f}, {100 * v['hi']:+.1f}], p {v['p']:.2g}",
-            f"{100 * learn['mean']:+.1f} [{100 * learn['lo']:+.1f}, {100 * learn['hi']:+.1f}]", sx(sp) if s["time"] else "-"]
+            f"{100 * learn['mean']:+.1f} [{100 * learn['lo']:+.1f}, {100 * learn['hi']:+.1f}]", sx(t.get("speedup"), t.get("censored")) if s["time"] else "-"]
 
 
 ROWS = ["runs (seeds)", "GRPO final accuracy %", "PODS final accuracy %", "PODS minus GRPO, final (points, sign-flip p)",
         "PODS's learning, first to final (points)", "PODS's speed-up to GRPO's plateau (per run)"]
 cols = {"the paper's runs (Qwen2.5-3B, one L40S, 6 h)": column(summarize_study(two, GRPO, PODS), GRPO, PODS),
-        "laptop, the paper's design": column(laptop, "grpo", "pods_max_variance") if laptop_dir else ["not run yet"] * len(ROWS),
+        "laptop, the paper's design": column(laptop, "grpo", "pods_max_variance") if laptop_dir else ["not in this checkout"] * len(ROWS),
         "five-seed study, docs/results.md (a different design)": column(
             summarize_study(five_seed_study(), None, "pods_max_variance"), "grpo", "pods_max_variance")}
 table = ["| | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
@@ -475,6 +480,11 @@ paper, others = said["the paper's runs"], {k: v for k, v in said.items() if k !=
 for name, (end, learns) in others.items():
     print(f"{name} vs the paper's runs: {'agree' if end == paper[0] else 'differ'} at the end ({end} vs {paper[0]}); "
           f"{'agree' if learns == paper[1] else 'differ'} on whether PODS learns")
+if laptop_dir:  # the paper's ablation too: max-variance against random selection, the same n and m
+    lr, lt = laptop["versus"]["pods_random"]["seeds"], laptop["time"]["arms"]["pods_random"]
+    print(f"the laptop study: max-variance minus random, final {100 * lr['mean']:+.1f} points [{100 * lr['lo']:+.1f}, "
+          f"{100 * lr['hi']:+.1f}] (sign-flip p {lr['p']:.2g}); random reached GRPO's plateau on {lt['reached']} of "
+          f"{len(laptop['seeds'])} seeds (max-variance {laptop['time']['arms']['pods_max_variance']['reached']})")
 
 # %% [markdown]
 # ## 8. Takeaways
@@ -501,6 +511,12 @@ after {', '.join(f'{h:g} h' for h in over_rand) or 'no budget'}.
 (R² {fit['r2']:.2f}); the cost model's two-point lines miss the fixed {fit['c']:.1f} s.
 * Transfer: PODS ahead after 6 h on {'; '.join(clear6) or 'none'}; sooner per run (robust) on {'; '.join(faster) or 'none'}; \
 later on {'; '.join(slower) or 'none'}."""
+if laptop_dir:
+    lv, lr = laptop["versus"]["grpo"]["seeds"], laptop["versus"]["pods_random"]["seeds"]
+    card += (f"\n* The laptop study on the paper's design ({len(laptop['seeds'])} seeds, SmolLM2-135M, 900 s): PODS minus GRPO "
+             f"{100 * lv['mean']:+.1f} points [{100 * lv['lo']:+.1f}, {100 * lv['hi']:+.1f}] (p {lv['p']:.2g}); speed-up to "
+             f"GRPO's plateau {sx(*map(laptop['time']['arms']['pods_max_variance'].get, ('speedup', 'censored')))}; max-variance minus random "
+             f"{100 * lr['mean']:+.1f} [{100 * lr['lo']:+.1f}, {100 * lr['hi']:+.1f}].")
 display(Markdown(card))
 
 # %%

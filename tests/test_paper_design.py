@@ -162,3 +162,20 @@ def test_the_docs_study_table_is_computed_from_the_run_folders(tmp_path):
     assert T_.arm_row(7, "grpo", run) == "| 7 | `grpo` | 12 | 31 (2) | 2 | 75% | 1,234 s (82 s) |"
     (tmp_path / "comparison.json").write_text(json.dumps({"seeds": [7], "arms": list(compare.LAPTOP_ARMS)}))
     assert T_.table(tmp_path) == []                     # its other two arms have not finished
+
+
+def test_the_readme_quotes_the_studys_own_summary():
+    """The README's ten-seed numbers are the ones `compare` wrote in studies/laptop10/summary.md."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    summary = (root / "studies" / "laptop10" / "summary.md").read_text()
+    readme = (root / "README.md").read_text().replace("≤ ", "≤").replace("\n", " ")
+    rows = [line for line in summary.splitlines() if line.startswith("| pods_max_variance |")]
+    ratio = r"≤?\d\.\d\dx \[\d\.\d\d, \d\.\d\d\]"
+    as_run, repriced = re.findall(ratio, rows[-1])     # the pricing table's row: as run, re-priced to skip_silent
+    final = re.search(r"`pods_max_variance` minus `grpo`, final evaluations: (\S+) points (\[[^\]]+\])", summary)
+    vs_random = re.search(r"`pods_max_variance` minus `pods_random`, final evaluations: (\S+ points \[[^\]]+\])", summary)
+    assert final and vs_random
+    assert as_run in readme and repriced in readme
+    assert f"{final.group(1).lstrip('−+')} points {final.group(2)}" in readme and vs_random.group(1) in readme
