@@ -466,25 +466,22 @@ print(verdict_silent)
 
 # %%
 import json
-from minipods.analysis.summary import resolvable, summarize_study
+from minipods.analysis.summary import format_difference, resolve_lines, summarize_study
 
 LAPTOP = Path(minipods.__file__).resolve().parent.parent / "studies" / "laptop10"
 lap = None
 if (LAPTOP / "comparison.json").is_file():  # an installed package without the repository's studies/ skips this
     meta = json.loads((LAPTOP / "comparison.json").read_text())
-    lap = summarize_study(results.read_study({s: {a: LAPTOP / f"seed{s}" / a for a in meta["arms"]} for s in meta["seeds"]}),
-                          "grpo", "pods_max_variance")
-    lt, lv, lr = lap["time"]["arms"], lap["versus"]["grpo"]["seeds"], lap["versus"]["pods_random"]["seeds"]
+    lap = summarize_study(results.read_study(results.seed_dirs(LAPTOP, meta)), meta.get("baseline", "grpo"), "pods_max_variance")
+    lt = lap["time"]["arms"]
     sp = lt["pods_max_variance"]["speedup"]
     lap_line = (f"{len(lap['seeds'])} seeds: PODS reached GRPO's level {'≤' if lt['pods_max_variance']['censored'] else ''}"
                 f"{sp['ratio']:.2f}x as fast [{sp['lo']:.2f}, {sp['hi']:.2f}] (GRPO {lt['grpo']['restricted_step']['mean']:.1f} steps, "
-                f"PODS ≥ {lt['pods_max_variance']['restricted_step']['mean']:.1f}); final PODS minus GRPO {100 * lv['mean']:+.1f} points "
-                f"[{100 * lv['lo']:+.1f}, {100 * lv['hi']:+.1f}] (p {lv['p']:.2g}); max-variance minus random {100 * lr['mean']:+.1f} "
-                f"[{100 * lr['lo']:+.1f}, {100 * lr['hi']:+.1f}] (p {lr['p']:.2g})")
+                f"PODS ≥ {lt['pods_max_variance']['restricted_step']['mean']:.1f}); final PODS minus GRPO "
+                f"{format_difference(lap['versus']['grpo'], per_seed=False)}; max-variance minus random "
+                f"{format_difference(lap['versus']['pods_random'], per_seed=False)}")
     print("the laptop study on the paper's design,", lap_line)
-    half, found = resolvable([v["diff"] for v in lap["versus"]["grpo"]["per_seed"].values()])
-    print(f"what {len(lap['seeds'])} seeds resolve: final accuracy ±{100 * half:.1f} points (a true difference under "
-          f"~{100 * found:.1f} points is missed more than 1 time in 5); the sign-flip p cannot go below {2 / 2 ** len(lap['seeds']):.3g}")
+    print("\n".join(resolve_lines(lap)))  # the lines compare's summary.md ends with
     assert sp["lo"] < 1.7  # the paper's 1.7-2x is not inside what this study measured
 else:
     print(f"{LAPTOP} is not here: the laptop study's numbers are in docs/results.md")

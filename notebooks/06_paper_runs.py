@@ -418,7 +418,7 @@ assert "GSM8K-trained, on MATH500" in clear6 and "Llama, on GSM8K" in slower
 
 # %%
 import json, math, re
-from minipods.analysis.results import read_study
+from minipods.analysis.results import read_study, seed_dirs
 from minipods.analysis.summary import Point
 
 
@@ -440,7 +440,7 @@ if not (Path(laptop_dir) / "comparison.json").is_file():
     laptop_dir = None  # an installed package without the repository's studies/
 if laptop_dir:
     meta = json.loads((Path(laptop_dir) / "comparison.json").read_text())
-    laptop = summarize_study(read_study({s: {a: Path(laptop_dir) / f"seed{s}" / a for a in meta["arms"]} for s in meta["seeds"]}),
+    laptop = summarize_study(read_study(seed_dirs(laptop_dir, meta)),
                              meta.get("baseline", "grpo"), "pods_max_variance")
 
 # %%
@@ -481,9 +481,9 @@ for name, (end, learns) in others.items():
     print(f"{name} vs the paper's runs: {'agree' if end == paper[0] else 'differ'} at the end ({end} vs {paper[0]}); "
           f"{'agree' if learns == paper[1] else 'differ'} on whether PODS learns")
 if laptop_dir:  # the paper's ablation too: max-variance against random selection, the same n and m
-    lr, lt = laptop["versus"]["pods_random"]["seeds"], laptop["time"]["arms"]["pods_random"]
-    print(f"the laptop study: max-variance minus random, final {100 * lr['mean']:+.1f} points [{100 * lr['lo']:+.1f}, "
-          f"{100 * lr['hi']:+.1f}] (sign-flip p {lr['p']:.2g}); random reached GRPO's plateau on {lt['reached']} of "
+    lt = laptop["time"]["arms"]["pods_random"]
+    print(f"the laptop study: max-variance minus random, final {format_difference(laptop['versus']['pods_random'], per_seed=False)}; "
+          f"random reached GRPO's plateau on {lt['reached']} of "
           f"{len(laptop['seeds'])} seeds (max-variance {laptop['time']['arms']['pods_max_variance']['reached']})")
 
 # %% [markdown]
@@ -512,11 +512,10 @@ after {', '.join(f'{h:g} h' for h in over_rand) or 'no budget'}.
 * Transfer: PODS ahead after 6 h on {'; '.join(clear6) or 'none'}; sooner per run (robust) on {'; '.join(faster) or 'none'}; \
 later on {'; '.join(slower) or 'none'}."""
 if laptop_dir:
-    lv, lr = laptop["versus"]["grpo"]["seeds"], laptop["versus"]["pods_random"]["seeds"]
     card += (f"\n* The laptop study on the paper's design ({len(laptop['seeds'])} seeds, SmolLM2-135M, 900 s): PODS minus GRPO "
-             f"{100 * lv['mean']:+.1f} points [{100 * lv['lo']:+.1f}, {100 * lv['hi']:+.1f}] (p {lv['p']:.2g}); speed-up to "
-             f"GRPO's plateau {sx(*map(laptop['time']['arms']['pods_max_variance'].get, ('speedup', 'censored')))}; max-variance minus random "
-             f"{100 * lr['mean']:+.1f} [{100 * lr['lo']:+.1f}, {100 * lr['hi']:+.1f}].")
+             f"{format_difference(laptop['versus']['grpo'], per_seed=False)}; speed-up to GRPO's plateau "
+             f"{sx(*map(laptop['time']['arms']['pods_max_variance'].get, ('speedup', 'censored')))}; max-variance minus random "
+             f"{format_difference(laptop['versus']['pods_random'], per_seed=False)}.")
 display(Markdown(card))
 
 # %%

@@ -263,7 +263,7 @@ def _power80(k: int) -> float:  # the 80%-power effect over the 95% interval's h
     return (t975(k - 1) + Z80) / t975(k - 1)
 
 
-def _resolve_lines(s: dict) -> list[str]:
+def resolve_lines(s: dict) -> list[str]:
     """What this many seeds can and cannot resolve, from their own spread (the study's power question)."""
     k, base, focus = len(s["seeds"]), s["baseline"], s["focus"]
     head = [f"What {k} seed{'s' * (k > 1)} can resolve (the training run is the unit):", ""]
@@ -315,7 +315,7 @@ def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "
                   "-" if c.get("peak_mem_mb") is None else f"{c['peak_mem_mb']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
     lines += [""] + (_time_lines(s, unit) if s["time"] else [])
-    return lines + (_pricing_lines(s, unit) if s.get("pricing") else []) + _resolve_lines(s)
+    return lines + (_pricing_lines(s, unit) if s.get("pricing") else []) + resolve_lines(s)
 
 
 def _csv_row(s: dict, a: str, configs: dict) -> dict:
