@@ -49,10 +49,10 @@ def mean_row_logprobs(model, batch) -> torch.Tensor:
     return lp.sum(1) / batch.completion_mask.sum(1).clamp(min=1).to(lp.device)
 
 
-def learning_direction(model, optimizer, batch, updates: int = 3, micro_batch_size: int = 4) -> dict:
+def learning_direction(model, optimizer, batch, updates: int = 3, micro_batch_size: int = 4, scaler=None) -> dict:
     """Three (`updates`) GRPO updates on fixed rollouts with advantage +1 on the first half of each
-    group's rows and -1 on the rest. PASS when the +1 rows' mean log-prob rose, the -1 rows' fell,
-    and no update was skipped."""
+    group's rows and -1 on the rest (scaler: fp16's loss scale, grpo.loss_scaler). PASS when the +1
+    rows' mean log-prob rose, the -1 rows' fell, and no update was skipped."""
     from minipods.grpo import grpo_update
 
     counts = torch.unique_consecutive(batch.group, return_counts=True)[1]  # rows are group-major
@@ -61,7 +61,7 @@ def learning_direction(model, optimizer, batch, updates: int = 3, micro_batch_si
     model.train()  # as the update runs (no dropout: LoRA's is 0); 4-bit on a CPU must not repack in eval mode
     before = mean_row_logprobs(model, batch)
     skipped = sum(grpo_update(model, optimizer, batch, adv, micro_batch_size=micro_batch_size,
-                              scaler=getattr(optimizer, "loss_scaler", None))["skipped"] for _ in range(updates))
+                              scaler=scaler)["skipped"] for _ in range(updates))
     change = (mean_row_logprobs(model, batch) - before).float().cpu()
     up, down = float(change[pos].mean()), float(change[~pos].mean())
     return {"check": "learn", "positive_change": up, "negative_change": down, "skipped": skipped,
@@ -69,25 +69,28 @@ def learning_direction(model, optimizer, batch, updates: int = 3, micro_batch_si
 
 
 def _twin_and_batch(cc: CheckConfig, device: str, dtype: str):
-    """A 4-bit twin as training loads it (LoRA r=16), its optimizer at --lr, and 2 x 4 fixed rows."""
+    """A 4-bit twin as training loads it (LoRA r=16), its optimizer at --lr, its loss scaler (fp16 only,
+    else None) and 2 x 4 fixed rows."""
+    from minipods.grpo import loss_scaler
+
     model, tok, opt = load_recipe(cc.model, "4bit", 16, 16, False, "auto", device, dtype)
     for g in opt.param_groups:
         g["lr"] = cc.lr
     batch, _ = recipe_batch(model, 2, 4, 2 * cc.tokens, prompt_tokens=cc.tokens)
-    return model, tok, opt, batch
+    return model, tok, opt, loss_scaler(model), batch
 
 
 def fp16_update(cc: CheckConfig, device: str) -> dict:
     """The `fp16` check (module docstring)."""
     from minipods.grpo import grpo_update
 
-    model, _, opt, batch = _twin_and_batch(cc, device, "float16")
+    model, _, opt, scaler, batch = _twin_and_batch(cc, device, "float16")
     before = [p.detach().clone() for p in model.parameters() if p.requires_grad]
     out = grpo_update(model, opt, batch, torch.tensor([1.0, -1, 1, -1, 1, -1, 1, -1]), micro_batch_size=4,
-                      scaler=opt.loss_scaler)
+                      scaler=scaler)
     moved = max(float((p.detach() - b).abs().max()) for p, b in zip((p for p in model.parameters() if p.requires_grad),
                                                                     before))
-    ok = opt.loss_scaler is not None and out["skipped"] == 0 and out["grad_norm"] > 0 and moved > 0
+    ok = scaler is not None and out["skipped"] == 0 and out["grad_norm"] > 0 and moved > 0
     return {"check": "fp16", "loss_scale": out.get("loss_scale"), "skipped": out["skipped"],
             "grad_norm": out["grad_norm"], "adapter_max_change": moved, "verdict": "PASS" if ok else "FAIL"}
 
@@ -97,7 +100,7 @@ def greedy_equal(cc: CheckConfig, device: str) -> dict:
     from minipods.fast.rollouts import generate_rollouts as fast
     from minipods.rollouts import generate_rollouts as plain
 
-    model, tok, _, _ = _twin_and_batch(cc, device, "auto")
+    model, tok, _, _, _ = _twin_and_batch(cc, device, "auto")
     with torch.no_grad():
         base_model_of(model).get_decoder().norm.weight.mul_(30.0)
     prompt = twin_prompts(1, 48, 1)
@@ -121,8 +124,8 @@ def main(argv=None) -> int:
         return fail(PROG, e)
     device = ("cuda" if torch.cuda.is_available() else "cpu") if cc.device == "auto" else cc.device
     if cc.check == "learn":
-        model, _, opt, batch = _twin_and_batch(cc, device, "auto")
-        res = learning_direction(model, opt, batch)
+        model, _, opt, scaler, batch = _twin_and_batch(cc, device, "auto")
+        res = learning_direction(model, opt, batch, scaler=scaler)
     else:
         res = {"fp16": fp16_update, "greedy": greedy_equal}[cc.check](cc, device)
     res["device"] = torch.cuda.get_device_name(cuda_device(device)) if device.startswith("cuda") else "cpu"
