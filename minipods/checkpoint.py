@@ -228,9 +228,10 @@ def save_adapter(out: Path, model) -> Path:
     return final
 
 
-def save_checkpoint(out: Path, model, optimizer, state: dict) -> Path:
+def save_checkpoint(out: Path, model, optimizer, state: dict, scaler=None) -> Path:
     """OUTPUT_DIR/checkpoint (adapter, trainer.pt, state.json), built in checkpoint.tmp and swapped in
-    by renames (the previous one survives as checkpoint.old until the new one is in place)."""
+    by renames (the previous one survives as checkpoint.old until the new one is in place). scaler: fp16's
+    dynamic loss scale (a GradScaler), resumed where it stood."""
     for p in model.parameters():
         if p.requires_grad and not torch.isfinite(p).all():
             raise RuntimeError("refusing to checkpoint non-finite adapter weights")
@@ -243,8 +244,8 @@ def save_checkpoint(out: Path, model, optimizer, state: dict) -> Path:
         _save_adapter_files(model, tmp / "adapter")
         fault_point("save:adapter")
         buf = io.BytesIO()  # torch.save to a file reports a full disk as a RuntimeError; open() as OSError
-        sc = getattr(optimizer, "loss_scaler", None)  # fp16's dynamic loss scale, resumed where it stood
-        torch.save({"optimizer": optimizer.state_dict(), "rng": rng_state(), "scaler": sc.state_dict() if sc else {}}, buf)
+        torch.save({"optimizer": optimizer.state_dict(), "rng": rng_state(), "scaler": scaler.state_dict() if scaler else {}},
+                   buf)
         (tmp / "trainer.pt").write_bytes(buf.getvalue())  # fsynced with the other files below
         fault_point("save:trainer")
         (tmp / "state.json").write_text(json.dumps(state, indent=1))  # written last: marks the folder whole

@@ -20,7 +20,9 @@ import math
 import random
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -160,19 +162,43 @@ def select_kept(rewards: torch.Tensor, n: int, m: int, rule: str, seed: int, ste
     return select_groups(rewards, n, m, rule, generator=gen)
 
 
-def run_step(model, tok, optimizer, cfg: TrainConfig, items: list[dict], step: int) -> dict:
-    """One PODS step: rollouts -> rewards -> down-sample -> GRPO update. Returns the metrics row."""
+@dataclass(frozen=True)
+class Engine:
+    """What a step runs, fixed when the run is set up (`make_engine`): the plain reference (minipods.rollouts,
+    minipods.grpo) or the fast engine (minipods.fast: the same results, less work), with the run's settings."""
+    generate: Callable  # (model, tok, prompts, n) -> Rollouts: n per prompt, group-major
+    update: Callable  # (model, optimizer, kept rollouts, advantages, scaler=) -> {loss, grad_norm, ...}
+    pricing: str  # what update_s paid for: config.json's update_pricing
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler | None  # fp16's dynamic loss scale (grpo.loss_scaler), else None
+
+
+def make_engine(cfg: TrainConfig, model, device: str) -> Engine:
+    """The run's engine: cfg.fast picks plain or fast; the config's names map to the functions' here, once."""
+    sampling = dict(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
+                    batch_size=cfg.gen_batch_size, max_prompt_tokens=cfg.max_prompt_tokens)
+    settings = dict(micro_batch_size=cfg.micro_batch_size, clip_eps=cfg.clip_eps, beta=cfg.beta,
+                    temperature=cfg.temperature, max_grad_norm=cfg.max_grad_norm or None,
+                    update_epochs=cfg.update_epochs, chunk_tokens=cfg.logprob_chunk, loss_type=cfg.loss_type)
+    if cfg.fast:
+        generate, update = fast_generate_rollouts, partial(fast_grpo_update, skip_silent=cfg.skip_silent)
+    else:
+        generate, update = rollouts.generate_rollouts, grpo_update
+    return Engine(partial(generate, **sampling), partial(update, **settings),
+                  update_pricing(cfg.fast, cfg.skip_silent, cfg.beta), make_optimizer(model, cfg, device),
+                  loss_scaler(model))
+
+
+def run_step(model, tok, engine: Engine, cfg: TrainConfig, items: list[dict], step: int) -> dict:
+    """One PODS step; returns its metrics row.
+    1. sample prompts_per_step questions; 2. generate n rollouts for each (P*n); 3. score them;
+    4. keep m per question (`select_kept`) and compute the kept rows' advantages; 5. one GRPO update
+    on the kept rows; 6. the metrics row."""
     t0 = time.perf_counter()
-    batch = step_items(items, step, cfg.prompts_per_step, cfg.seed)  # 1. questions
-    prompts = [build_prompt(tok, it["question"]) for it in batch]
-    generate = fast_generate_rollouts if cfg.fast else rollouts.generate_rollouts
-    ro = generate(model, tok, prompts, cfg.n, max_new_tokens=cfg.max_new_tokens,  # 2. P*n rollouts
-                  temperature=cfg.temperature, top_p=cfg.top_p, batch_size=cfg.gen_batch_size,
-                  max_prompt_tokens=cfg.max_prompt_tokens)
-    ckpt_io.fault_point("step:rollouts")
-    golds = [it["gold"] for it in batch for _ in range(cfg.n)]
-    sc = score_completions(ro.texts, golds)  # 3. rewards
-    rewards = torch.tensor(sc["reward"])  # (P*n,)
+    batch = step_items(items, step, cfg.prompts_per_step, cfg.seed)  # 1.
+    ro = engine.generate(model, tok, [build_prompt(tok, it["question"]) for it in batch], cfg.n)  # 2.
+    scores = score_completions(ro.texts, [it["gold"] for it in batch for _ in range(cfg.n)])  # 3.
+    rewards = torch.tensor(scores["reward"])  # (P*n,)
     kept = select_kept(rewards, cfg.n, cfg.m, cfg.rule, cfg.seed, step)  # 4. (P*m,) rows into ro
     kept_batch = ro.select(kept)
     if cfg.adv_norm == "kept":  # the paper: standardise within the kept subset
@@ -180,30 +206,30 @@ def run_step(model, tok, optimizer, cfg: TrainConfig, items: list[dict], step: i
     else:
         adv = group_advantages(rewards, ro.group)[kept]
     t1 = time.perf_counter()
-    update, skip = (fast_grpo_update, {"skip_silent": cfg.skip_silent}) if cfg.fast else (grpo_update, {})
-    upd = update(model, optimizer, kept_batch, adv, micro_batch_size=cfg.micro_batch_size,  # 5. update
-                 clip_eps=cfg.clip_eps, beta=cfg.beta, temperature=cfg.temperature,
-                 max_grad_norm=cfg.max_grad_norm or None, update_epochs=cfg.update_epochs,
-                 chunk_tokens=cfg.logprob_chunk, loss_type=cfg.loss_type, scaler=getattr(optimizer, "loss_scaler", None),
-                 **skip)
+    upd = engine.update(model, engine.optimizer, kept_batch, adv, scaler=engine.scaler)  # 5.
     t2 = time.perf_counter()
-    ckpt_io.fault_point("step:update")
-    r_groups = rewards.view(-1, cfg.n)  # (P, n)
-    kept_r = rewards[kept]
+    return step_metrics(step, (t0, t1, t2), ro, scores, rewards, kept, adv, upd,  # 6.
+                        engine.optimizer.param_groups[0]["lr"])
+
+
+def step_metrics(step: int, times: tuple, ro, scores: dict, rewards, kept: list[int], adv, upd: dict, lr: float) -> dict:
+    """A step's row in metrics.jsonl: timings, rewards before and after down-sampling, the update's statistics."""
+    (t0, t1, t2), n = times, ro.n
+    r_groups, kept_r = rewards.view(-1, n), rewards[kept]  # (P, n), (P*m,)
     return {
         "step": step, "rollout_s": t1 - t0, "update_s": t2 - t1, "step_s": t2 - t0,
         "reward_mean": float(rewards.mean()), "reward_std": float(rewards.std(unbiased=False)),
         "kept_reward_mean": float(kept_r.mean()), "kept_reward_std": float(kept_r.std(unbiased=False)),
-        "correct_frac": float(np.mean(sc["correct"])),
-        "format_frac": float(np.mean([is_full_format(f) for f in sc["format"]])),
-        "format_reward_mean": float(np.mean(sc["format"])),
+        "correct_frac": float(np.mean(scores["correct"])),
+        "format_frac": float(np.mean([is_full_format(f) for f in scores["format"]])),
+        "format_reward_mean": float(np.mean(scores["format"])),
         "zero_std_frac": float((r_groups.max(1).values == r_groups.min(1).values).float().mean()),
         "tokens": ro.num_tokens, "tokens_per_s": ro.tokens_per_s,
-        "completion_len_mean": ro.num_tokens / len(ro), "update_tokens": int(kept_batch.completion_mask.sum()),
+        "completion_len_mean": ro.num_tokens / len(ro), "update_tokens": int(ro.completion_mask[kept].sum()),
         "kept_rows": len(kept), "silent_rows": int((adv == 0).sum()),  # what the update's pricing counts
         "loss": upd["loss"], "grad_norm": upd["grad_norm"], "kl": upd["kl"], "clip_frac": upd["clip_frac"],
-        "skipped": upd["skipped"], "lr": optimizer.param_groups[0]["lr"], **{k: upd[k] for k in ("loss_scale",) if k in upd},
-        "kept_idx": [[i - g * cfg.n for i in kept if i // cfg.n == g] for g in range(len(batch))],
+        "skipped": upd["skipped"], "lr": lr, **{k: upd[k] for k in ("loss_scale",) if k in upd},
+        "kept_idx": [[i - g * n for i in kept if i // n == g] for g in range(len(r_groups))],
     }
 
 
@@ -216,9 +242,7 @@ def make_optimizer(model, cfg: TrainConfig, device: str):
     kw = dict(lr=cfg.lr, betas=(cfg.adam_beta1, cfg.adam_beta2), weight_decay=cfg.weight_decay)
     if kind == "adamw8bit":
         import bitsandbytes as bnb
-    opt = bnb.optim.AdamW8bit(params, **kw) if kind == "adamw8bit" else torch.optim.AdamW(params, **kw)
-    opt.loss_scaler = loss_scaler(model)  # fp16 only (else None): the dynamic loss scale guarding its steps
-    return opt
+    return bnb.optim.AdamW8bit(params, **kw) if kind == "adamw8bit" else torch.optim.AdamW(params, **kw)
 
 
 def _evaluate(model, tok, eval_items, cfg, out: Path, step: int) -> dict:
@@ -235,7 +259,7 @@ def train(cfg: TrainConfig, model=None, tokenizer=None) -> Path:
         return _train_locked(cfg, out, model, tokenizer)
 
 
-def _restore(ck: dict | None, out: Path, model, optimizer, device: str) -> dict:
+def _restore(ck: dict | None, out: Path, model, engine: Engine, device: str) -> dict:
     """The counters of checkpoint `ck` (zeros for a fresh run), its adapter, optimizer, loss scale and RNGs restored;
     metrics rows and evaluation files of later steps (a hard kill) are dropped: those steps run again."""
     metrics_path = out / "metrics.jsonl"
@@ -244,9 +268,9 @@ def _restore(ck: dict | None, out: Path, model, optimizer, device: str) -> dict:
         from peft import set_peft_model_state_dict
         set_peft_model_state_dict(model, {k: v.to(device) for k, v in ck["adapter"].items()})
         state = {k: ck["state"][k] for k in state}
-        optimizer.load_state_dict(ck["trainer"]["optimizer"])
-        if optimizer.loss_scaler and ck["trainer"].get("scaler"):  # fp16: the scale it had reached, not 2^16 anew
-            optimizer.loss_scaler.load_state_dict(ck["trainer"]["scaler"])
+        engine.optimizer.load_state_dict(ck["trainer"]["optimizer"])
+        if engine.scaler and ck["trainer"].get("scaler"):  # fp16: the scale it had reached, not 2^16 anew
+            engine.scaler.load_state_dict(ck["trainer"]["scaler"])
         ckpt_io.set_rng_state(ck["trainer"]["rng"])
     ckpt_io.write_rows(metrics_path, [r for r in ckpt_io.read_log(metrics_path) if r["step"] <= state["step"]] if ck else [])
     for k in eval_steps(out):
@@ -295,11 +319,11 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
     if not cfg.resume and (out / "metrics.jsonl").exists():
         raise ckpt_io.RunError(f"{out} already holds a run (metrics.jsonl); use --resume or another --output-dir")
     items, eval_items, source, model, tokenizer, device = _setup(cfg, model, tokenizer)
-    optimizer = make_optimizer(model, cfg, device)
-    st = _restore(ck, out, model, optimizer, device)
-    pricing = update_pricing(cfg.fast, cfg.skip_silent, cfg.beta)  # what update_s paid
+    engine = make_engine(cfg, model, device)
+    st = _restore(ck, out, model, engine, device)
     ckpt_io.write_atomic(out / "config.json", json.dumps({**asdict(cfg), "device": device, "data_source": source,
-                                                          "num_train_items": len(items), "update_pricing": pricing}, indent=1))
+                                                          "num_train_items": len(items), "update_pricing": engine.pricing},
+                                                         indent=1))
     metrics_path = out / "metrics.jsonl"
     if eval_items and st["step"] == 0:
         ckpt_io.append_row(metrics_path, {"step": 0, "elapsed_s": 0.0,
@@ -309,7 +333,7 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
     try:
         with ckpt_io.sigterm_as_interrupt():
             while step < cfg.max_steps and not (cfg.budget_s and st["elapsed_s"] >= cfg.budget_s):
-                row = run_step(model, tokenizer, optimizer, cfg, items, step + 1)
+                row = run_step(model, tokenizer, engine, cfg, items, step + 1)
                 step = st["step"] = step + 1
                 before, st["elapsed_s"] = st["elapsed_s"], st["elapsed_s"] + row["step_s"]
                 st["nonfinite_skips"] += row["skipped"]
@@ -321,14 +345,14 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
                     row.update(_evaluate(model, tokenizer, eval_items, cfg, out, step))
                 ckpt_io.append_row(metrics_path, row)
                 if step % cfg.save_every == 0 or final:  # save if due
-                    ckpt_io.save_checkpoint(out, model, optimizer, dict(st))
+                    ckpt_io.save_checkpoint(out, model, engine.optimizer, dict(st), engine.scaler)
                     last_saved = step
                 bar.update(1)
                 bar.set_postfix({"reward": f"{row['reward_mean']:.3f}", "acc": f"{row['correct_frac']:.2f}",
                                  **({"eval": f"{row['eval_accuracy']:.3f}"} if "eval_accuracy" in row else {})})
     except KeyboardInterrupt:
         if step > last_saved:
-            ckpt_io.save_checkpoint(out, model, optimizer, dict(st))
+            ckpt_io.save_checkpoint(out, model, engine.optimizer, dict(st), engine.scaler)
         print(f"\nminipods.train: interrupted after step {step}; checkpoint saved. Continue with --resume.",
               file=sys.stderr)
         raise

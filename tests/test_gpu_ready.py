@@ -200,8 +200,8 @@ def test_fp16_update_with_loss_scaling_keeps_the_small_gradients():
     assert err(scaled) < 0.05
     assert err(plain) > 0.5  # most of the gradient underflowed: what the scale is for
     assert loss_scaler(tiny_policy(seed=2)[0]) is None  # float32: no scaler
-    from minipods.train import TrainConfig, make_optimizer
-    assert isinstance(make_optimizer(model, TrainConfig(), "cpu").loss_scaler, torch.amp.GradScaler)
+    from minipods.train import TrainConfig, make_engine
+    assert isinstance(make_engine(TrainConfig(), model, "cpu").scaler, torch.amp.GradScaler)
 
 
 def test_fp16_overflow_is_skipped_counted_and_backs_the_scale_off():
@@ -220,19 +220,20 @@ def test_fp16_loss_scale_comes_back_on_resume_and_a_bad_one_is_refused(tmp_path)
     from trainer.pt (a fresh GradScaler would start again at 2^16 and overflow, skipping steps the
     uninterrupted run took). A scaler state that is not plain numbers is refused like any foreign file."""
     from minipods import checkpoint as ck
-    from minipods.train import TrainConfig, _restore, make_optimizer
+    from minipods.train import TrainConfig, _restore, make_engine
 
     model, _ = _fp16_tiny_and_batch()
-    opt = make_optimizer(model, TrainConfig(), "cpu")
+    engine = make_engine(TrainConfig(), model, "cpu")
     reached = {"scale": 2.0 ** 9, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000,
                "_growth_tracker": 37}
-    opt.loss_scaler.load_state_dict(reached)
-    ck.save_checkpoint(tmp_path, model, opt, {"step": 3, "elapsed_s": 1.5, "nonfinite_skips": 2})
-    fresh = make_optimizer(model, TrainConfig(), "cpu")
-    assert fresh.loss_scaler.get_scale() == 2.0 ** 16
+    engine.scaler.load_state_dict(reached)
+    ck.save_checkpoint(tmp_path, model, engine.optimizer, {"step": 3, "elapsed_s": 1.5, "nonfinite_skips": 2},
+                       engine.scaler)
+    fresh = make_engine(TrainConfig(), model, "cpu")
+    assert fresh.scaler.get_scale() == 2.0 ** 16
     state = _restore(ck.load_checkpoint(tmp_path), tmp_path, model, fresh, "cpu")
     assert state == {"step": 3, "elapsed_s": 1.5, "nonfinite_skips": 2}
-    assert fresh.loss_scaler.state_dict() == reached and fresh.loss_scaler.get_scale() == 2.0 ** 9
+    assert fresh.scaler.state_dict() == reached and fresh.scaler.get_scale() == 2.0 ** 9
     path = tmp_path / "checkpoint" / "trainer.pt"
     trainer = torch.load(path, weights_only=True)
     trainer["scaler"]["scale"] = "512"

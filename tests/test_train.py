@@ -233,10 +233,10 @@ def test_same_seed_same_run_and_resume_after_interrupt(tmp_path, monkeypatch):
     # interrupt during step 3 (Ctrl-C): the checkpoint holds step 2, no row of step 3 exists
     real_step = T.run_step
 
-    def interrupted(model, tok, opt, cfg, items, step):
+    def interrupted(model, tok, engine, cfg, items, step):
         if step == 3:
             raise KeyboardInterrupt
-        return real_step(model, tok, opt, cfg, items, step)
+        return real_step(model, tok, engine, cfg, items, step)
 
     monkeypatch.setattr(T, "run_step", interrupted)
     with pytest.raises(KeyboardInterrupt):
