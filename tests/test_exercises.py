@@ -1,0 +1,230 @@
+"""The notebooks' exercises (notebooks/exercises.py): every check passes its worked solution, fails its untouched
+stub without raising, and rejects a planted plausible mistake with the hint aimed at it; the self-test line."""
+
+import contextlib
+import io
+import math
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+NB = Path(__file__).resolve().parent.parent / "notebooks"
+sys.path.insert(0, str(NB))
+import exercises as E  # noqa: E402
+
+SOLUTIONS = E._solutions()
+
+
+def run_check(ex_id, answer):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        ok = E.check(ex_id, answer)
+    return ok, out.getvalue()
+
+
+# ---------------------------------------------------------------- planted mistakes, one or more per implement-exercise
+def positions_counting_pads(mask):
+    return torch.arange(mask.shape[1]).expand_as(mask)
+
+
+def positions_off_by_one(mask):
+    return mask.cumsum(-1)
+
+
+def mask_without_eos(ids, eos):
+    is_eos = torch.isin(ids, torch.tensor(eos))
+    return ((is_eos.int().cumsum(1)) == 0).long()
+
+
+def extract_last_number(text):
+    from minipods.rewards import normalize_number
+    found = re.findall(E.NUMBER_RE, text)
+    return normalize_number(found[-1]) if found else None
+
+
+def extract_unnormalised(text):
+    from minipods.rewards import extract_answer
+    out = extract_answer(text)
+    return None if out is None else out + ".00"
+
+
+def fmt_counting_present(text):
+    return 0.025 * sum(t in text for t in E.FORMAT_TAGS)
+
+
+def top_m(rewards, m):
+    return np.argsort(-np.asarray(rewards), kind="stable")[:m].tolist()
+
+
+def fixed_half(rewards, m):
+    order = np.argsort(rewards, kind="stable")
+    return np.concatenate([order[:m // 2], order[len(rewards) - m + m // 2:]]).tolist()
+
+
+def advantages_over_all_n(rewards, n, kept):
+    r = np.asarray(rewards, float)
+    out = []
+    for k in kept:
+        g = r[k // n * n:k // n * n + n]
+        out.append((r[k] - g.mean()) / (g.std(ddof=1) + 1e-4) if np.ptp(g) > 0 else 0.0)
+    return np.array(out)
+
+
+def advantages_population_std(rewards, n, kept):
+    r = np.asarray(rewards, float)
+    out = []
+    for k in kept:
+        g = r[[j for j in kept if j // n == k // n]]
+        out.append((r[k] - g.mean()) / (g.std() + 1e-4) if np.ptp(g) > 0 else 0.0)
+    return np.array(out)
+
+
+def token_mean_always(per_token, mask, loss_type):
+    return (per_token * mask).sum() / mask.sum()
+
+
+def padding_counted(per_token, mask, loss_type):
+    return (per_token * mask).mean() if loss_type == "dapo" else ((per_token * mask).sum(1) / mask.shape[1]).mean()
+
+
+def pooled_interval(per_seed):
+    a = [x for g, _ in per_seed.values() for x in g]
+    b = [x for _, p in per_seed.values() for x in p]
+    d = sum(b) / len(b) - sum(a) / len(a)
+    se = math.sqrt((sum(a) / len(a)) * (1 - sum(a) / len(a)) / len(a) + (sum(b) / len(b)) * (1 - sum(b) / len(b)) / len(b))
+    return d, d - 1.96 * se, d + 1.96 * se
+
+
+def z_interval(per_seed):
+    d = [sum(p) / len(p) - sum(g) / len(g) for g, p in per_seed.values()]
+    m, sd = float(np.mean(d)), float(np.std(d, ddof=1))
+    return m, m - 1.96 * sd / math.sqrt(len(d)), m + 1.96 * sd / math.sqrt(len(d))
+
+
+def n_max_without_fixed(cm, m, prompts, gain):
+    if cm.rollout.b <= 0:
+        return math.inf
+    t = cm.fixed + cm.rollout(prompts * m) + cm.update(prompts * m)
+    return (gain * (t - cm.fixed) - cm.update(prompts * m) - cm.rollout.a) / (cm.rollout.b * prompts)
+
+
+def n_max_without_prompts(cm, m, prompts, gain):
+    if cm.rollout.b <= 0:
+        return math.inf
+    t = cm.fixed + cm.rollout(prompts * m) + cm.update(prompts * m)
+    return (gain * t - cm.fixed - cm.update(prompts * m) - cm.rollout.a) / cm.rollout.b
+
+
+def sign_flip_one_sided(diffs):
+    return E._one_sided(diffs)
+
+
+def sign_flip_strict(diffs):
+    import itertools
+    obs = abs(sum(diffs))
+    pats = list(itertools.product((1, -1), repeat=len(diffs)))
+    return sum(abs(sum(s * d for s, d in zip(p, diffs))) > obs + 1e-12 for p in pats) / len(pats)
+
+
+def reach_without_tolerance(curve, target, n):
+    return next((s for s, a in curve if a >= target), None)
+
+
+def reach_last(curve, target, n):
+    hits = [s for s, a in curve if a >= target - math.sqrt(target * (1 - target) / n) - 1e-12]
+    return hits[-1] if hits else None
+
+
+PLANTED = [  # (exercise, wrong answer, a word the hint must contain)
+    ("01.1", positions_counting_pads, "pads too"), ("01.1", positions_off_by_one, "off by one"),
+    ("01.2", mask_without_eos, "EOS itself"),
+    ("02.1", extract_last_number, "block"), ("02.1", extract_unnormalised, "normalise"),
+    ("02.2", fmt_counting_present, "exactly once"),
+    ("03.2", top_m, "top m"), ("03.2", fixed_half, "fixed k"),
+    ("03.3", advantages_over_all_n, "all n"), ("03.3", advantages_population_std, "population std"),
+    ("04.3", token_mean_always, "token mean"), ("04.3", padding_counted, "padding"),
+    ("05.1", pooled_interval, "pooled"), ("05.1", z_interval, "Student's t"),
+    ("05.3", n_max_without_fixed, "fixed cost"), ("05.3", n_max_without_prompts, "b_r x P"),
+    ("06.2", sign_flip_one_sided, "one-sided"), ("06.2", sign_flip_strict, "ties count"),
+    ("06.4", reach_without_tolerance, "standard error"), ("06.4", reach_last, "first evaluation"),
+    # predictions and observations: the likely wrong number gets its own explanation
+    ("01.4", 838, "4 bytes"), ("02.4", 1.732, "population std"), ("02.5", 10, "not below"),
+    ("03.1", 5, "max-reward"), ("03.5", 0.656, "group of 4"), ("04.1", [(1.3, 1.0), (0.7, 1.0)], "min keeps it"),
+    ("04.2", 0.4, "Inverted"), ("04.4", 6e-10, "SGD"), ("05.2", 0.742, "Inverted"), ("06.1", 0.03125, "Two-sided"),
+    ("06.3", 2.0, "FRAC = 0.99"), ("01.3", 0.538, "T = 0.9"), ("02.3", 0.075, "only the deleted tag"),
+]
+
+
+def test_every_exercise_is_registered_with_its_solution_and_why():
+    assert len(E.EXERCISES) >= 18
+    for nb in ("01", "02", "03", "04", "05", "06"):
+        kinds = [ex.kind for ex in E.EXERCISES.values() if ex.notebook == nb]
+        assert len(kinds) >= 3, nb
+    counts = {k: sum(ex.kind == k for ex in E.EXERCISES.values()) for k in E.KINDS}
+    assert min(counts.values()) >= 5, counts  # each kind well represented
+    for ex in E.EXERCISES.values():
+        why = __import__(f"solutions.s{ex.notebook}", fromlist=["WHY"]).WHY
+        assert ex.id in SOLUTIONS and len(why.get(ex.id, "")) > 40, ex.id
+
+
+@pytest.mark.parametrize("ex_id", list(E.EXERCISES))
+def test_solution_passes_and_stub_is_unanswered(ex_id):
+    ok, line = run_check(ex_id, SOLUTIONS[ex_id])
+    assert ok is True and line.startswith(f"✓ {ex_id} ") and line.count("\n") == 1, line
+    ok, line = run_check(ex_id, E.stub_answer(E.EXERCISES[ex_id]))  # the stub as given: no exception
+    assert ok is False and line.startswith(f"· {ex_id} not answered yet"), line
+
+
+def test_every_implement_exercise_has_a_planted_mistake():
+    planted = {ex_id for ex_id, answer, _ in PLANTED if callable(answer)}
+    assert planted == {ex.id for ex in E.EXERCISES.values() if ex.kind == "implement"}
+
+
+@pytest.mark.parametrize("ex_id,answer,word", PLANTED, ids=[f"{e}-{getattr(a, '__name__', a)}" for e, a, _ in PLANTED])
+def test_planted_mistake_fails_with_its_hint(ex_id, answer, word):
+    ok, line = run_check(ex_id, answer)
+    assert ok is False and line.startswith(f"✗ {ex_id} ") and word in line, line
+
+
+def test_checks_never_raise_on_broken_answers():
+    def boom(*args):
+        raise ZeroDivisionError("oops")
+    for ex_id, ex in E.EXERCISES.items():
+        ok, line = run_check(ex_id, boom if ex.kind == "implement" else "a word")
+        assert ok is False and line.startswith("✗"), line
+    from minipods.downsample import max_variance
+    ok, line = run_check("03.2", max_variance)
+    assert not ok and "package's own function" in line
+
+
+def test_cells_compile_and_run_as_written():
+    """Each exercise's cells as a notebook gets them: valid Python, and with the stub untouched they run to the
+    end (the check prints 'not answered yet')."""
+    for ex in E.EXERCISES.values():
+        text = E.cells(ex)
+        code = [c.split("\n", 1)[1] for c in text.split("# %%")[1:] if not c.startswith(" [markdown]")]
+        assert code[0].startswith("from exercises import check") and code[-1].rstrip().endswith(f'check("{ex.id}", {ex.name})')
+        ns = {}
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            for c in code:
+                exec(compile(c, ex.id, "exec"), ns)  # noqa: S102
+        assert out.getvalue().rstrip().splitlines()[-1].startswith(f"· {ex.id} not answered yet")
+
+
+def test_staged_cells_match_the_exercises():
+    staged = (NB / "solutions" / "CELLS.md").read_text()
+    for ex in E.EXERCISES.values():
+        assert E.cells(ex) in staged, f"notebooks/solutions/CELLS.md is stale for {ex.id}: python notebooks/exercises.py --cells"
+
+
+def test_self_test_line():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = E.main(["--self-test"])
+    n = len(E.EXERCISES)
+    assert out.getvalue() == f"{n} exercises: {n} pass on solutions, {n} fail on stubs\n" and rc == 0
