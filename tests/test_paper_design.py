@@ -179,3 +179,12 @@ def test_the_readme_quotes_the_studys_own_summary():
     assert final and vs_random
     assert as_run in readme and repriced in readme
     assert f"{final.group(1).lstrip('−+')} points {final.group(2)}" in readme and vs_random.group(1) in readme
+
+
+def test_the_laptop_studys_time_averaged_accuracy_is_post_hoc_never_its_primary():
+    from pathlib import Path
+    summary = (Path(__file__).resolve().parents[1] / "studies" / "laptop10" / "summary.md").read_text()
+    lines = [line for line in summary.splitlines() if "time-averaged accuracy" in line.lower()]
+    assert len(lines) >= 4 and "primary)" not in summary and "primary statistic of this study" not in summary
+    assert all("(post hoc)" in line for line in lines if line.startswith("- `pods_max_variance` minus"))
+    assert "chosen after the ten-seed laptop study's seeds were seen (post hoc), never that study's primary" in summary

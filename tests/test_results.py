@@ -5,13 +5,14 @@ minipods.analysis.results reading run folders into a study; known answers throug
 import csv
 import json
 import math
+import statistics
 
 import pytest
 
 from minipods.analysis import plots, results
 from minipods.analysis.stats import paired_difference
 from minipods.analysis.summary import (FINAL, LEARNING, Point, difference, format_difference, resolvable,
-                                       summarize_study, summary_lines, write_summary)
+                                       summarize_study, summary_lines, time_averaged, write_summary)
 from minipods.checkpoint import eval_path
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -131,6 +132,45 @@ def test_summary_says_what_its_seeds_can_and_cannot_resolve():
     assert f"(2 seeds with a ratio): the interval is ×/÷{math.exp(h):.2f}" in "\n".join(
         summary_lines(summarize_study(two, baseline="a", focus="b")))
 
+
+
+def test_time_averaged_accuracy_by_hand():
+    curve = (lambda *ta: [Point(t, i, acc) for i, (t, acc) in enumerate(ta)])
+    # trapezoids 100 * (0.1 + 0.3) / 2 + 200 * (0.3 + 0.5) / 2 = 20 + 80, over 300 s
+    assert time_averaged(curve((0, .1), (100, .3), (300, .5)), 300) == pytest.approx(100 / 300)
+    # the last evaluation lands 20 s after the 240 s budget: the segment is cut at 240 s (0.4 -> 0.6), later ones ignored
+    late = curve((0, .2), (200, .4), (260, .7), (400, 0.0))
+    assert time_averaged(late, 240) == pytest.approx((200 * 0.3 + 40 * 0.5) / 240)
+    # a curve ending before the budget holds its last value; one starting after 0 s its first
+    assert time_averaged(curve((0, .2), (100, .6)), 300) == pytest.approx((100 * 0.4 + 200 * 0.6) / 300)
+    assert time_averaged(curve((50, .4), (100, .6)), 100) == pytest.approx((50 * 0.4 + 50 * 0.5) / 100)
+    assert time_averaged(curve((0, .2), (100, .6)), 0) == 0.2
+    # one collapsed evaluation moves the average by its share of the time, not the whole reading
+    dip = curve((0, .5), (100, .5), (200, 0.0), (300, .5), (400, .5))
+    assert time_averaged(dip, 400) == pytest.approx((400 * 0.5 - 200 * 0.5 / 2) / 400)
+
+
+def test_time_averaged_in_the_summary_per_arm_per_seed_and_its_label(tmp_path):
+    # no budget: each seed's horizon is its arms' earliest end (a at 10 s; b's 12 s evaluation cut there)
+    s = summarize_study(STUDY, baseline="a", focus="b")
+    ta = (lambda y0, y1, t1: (y0 + y0 + (y1 - y0) * 10 / t1) / 2)  # one segment from 0 s, cut at 10 s
+    want = [ta(0, .75, 12) - ta(0, .25, 10), ta(.25, .75, 12) - ta(.25, .5, 10), ta(.25, .5, 12) - ta(.25, .5, 10)]
+    d = s["averaged_versus"]["a"]
+    assert [v["diff"] for v in d["per_seed"].values()] == pytest.approx(want) == [0.1875, 1 / 12, -1 / 48]
+    assert d["seeds"]["sd"] == pytest.approx(statistics.stdev(want)) and d["seeds"]["p"] == 4 / 8
+    assert s["averaged"]["a"]["mean"] == pytest.approx(sum(time_averaged(by["a"], 10) for by in STUDY.values()) / 3)
+    text = "\n".join(summary_lines(s))
+    assert "- `b` minus `a`, time-averaged accuracy (no primary declared): +" in text
+    assert f"time-averaged accuracy {100 * d['seeds']['sd']:.1f} points" in text
+    assert f"final accuracy {100 * 0.25:.1f} points" in text  # the final differences' SD, beside it
+    # a budget: every arm's curve read to it, the last value held
+    s = summarize_study(STUDY, baseline="a", focus="b", budget_s=20.0, note=("primary", "the primary statistic"))
+    assert s["averaged"]["b"]["mean"] == pytest.approx(sum(time_averaged(by["b"], 20) for by in STUDY.values()) / 3)
+    text = "\n".join(summary_lines(s))
+    assert "time-averaged accuracy (primary): " in text and "from 0 to 20 s, divided" in text
+    rows = {r["arm"]: r for r in _csv(write_summary(s, tmp_path)[1])}
+    assert float(rows["a"]["averaged_vs_focus_mean"]) == pytest.approx(s["averaged_versus"]["a"]["seeds"]["mean"])
+    assert float(rows["b"]["averaged_mean"]) == pytest.approx(s["averaged"]["b"]["mean"])
 
 def test_sweep_points_and_figure(tmp_path):
     runs = {"pods_n4": [(0, 0.0, [0, 0]), (1, 10.0, [1, 0]), (2, 20.0, [1, 0])],

@@ -27,6 +27,9 @@ from minipods.learning_curve import figure, moving_average, plot_learning_curve 
 FIGURES = ("accuracy_vs_time.png", "reward_vs_step.png", "time_breakdown.png")  # one seed's figures
 SWEEP_FIGURE = "sweep_accuracy_vs_n.png"  # m swept: sweep_accuracy_vs_m.png
 MAX_BANDS = 3  # draw 95% bands on a single seed's accuracy curves only up to this many arms
+AVERAGED_NOTES = {  # what the time-averaged accuracy is to a study (comparison.json's primary, else its preset)
+    "time_averaged": ("primary", "the primary statistic of this study, fixed before its seeds ran (docs/class_study.md)"),
+    "laptop": ("post hoc", "chosen after the ten-seed laptop study's seeds were seen (post hoc), never that study's primary")}
 COST_KEYS = ("steps", "train_s", "mean_step_s", "mean_rollout_s", "mean_update_s", "zero_std_frac", "peak_mem_mb")
 
 
@@ -188,8 +191,10 @@ def make(seed_dirs: dict, out_dir: str | Path, meta: dict | None = None, baselin
     baseline = baseline or meta.get("baseline") or BASELINE
     if baseline not in configs:
         baseline = next((a for a, cfg in configs.items() if cfg.get("method") == "grpo"), None)
-    s = summarize_study(study, baseline, costs=mean_costs(rows), pricing=pricing,
-                        repriced=repriced_study(study, rows, configs))
+    note = AVERAGED_NOTES.get(meta.get("primary")) or AVERAGED_NOTES.get(meta.get("preset"))
+    s = summarize_study(study, baseline, costs=mean_costs(rows), pricing=pricing, note=note,
+                        repriced=repriced_study(study, rows, configs),
+                        budget_s=next((c["budget_s"] for c in configs.values() if c.get("budget_s")), None))
     one = len(seed_dirs) == 1
     target = next((t[0] for t in (s["time"] or {"targets": {}})["targets"].values() if t and one), None)
     paths = {name: out_dir / name for name in FIGURES[:3 if one else 1]}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import math
+import statistics
 from pathlib import Path
 from typing import NamedTuple
 
@@ -67,13 +68,35 @@ def difference(study: dict, a: str, b: str, pick=FINAL) -> dict:
         whole = whole and paired is not None
         per_seed[s] = {"diff": pb.accuracy - pa.accuracy, "paired": paired}
     diffs = [v["diff"] for v in per_seed.values()]
-    return {"a": a, "b": b, "per_seed": per_seed, "seeds": {**mean_interval(diffs, (-1.0, 1.0)), "p": sign_flip_p(diffs)},
+    sd = statistics.stdev(diffs) if len(diffs) > 1 else None  # the per-seed spread
+    return {"a": a, "b": b, "per_seed": per_seed, "seeds": {**mean_interval(diffs, (-1.0, 1.0)), "p": sign_flip_p(diffs),
+                                                            "sd": sd},
             "pooled": paired_difference(xa, xb) if whole and per_seed else None}
 
 
 def standard_error(t: float, n: int | None) -> float:
     """One evaluation's standard error at accuracy t on n questions (0 when n is unknown)."""
     return math.sqrt(max(t * (1 - t), 0.0) / n) if n else 0.0
+
+
+def time_averaged(points: list[Point], budget_s: float) -> float:
+    """Area under accuracy against training seconds from 0 to budget_s, divided by budget_s: trapezoids
+    between evaluations; the segment crossing the budget is interpolated to it (a run stops at the first
+    step end at or after its budget, so its last evaluation is a little late) and later ones are ignored;
+    a curve ending before the budget holds its last value, one starting after 0 s its first (budget 0: the
+    first value). Uses every evaluation; no target, grid or censoring."""
+    xs = [(0.0, points[0].accuracy)] + [(p.seconds, p.accuracy) for p in points]
+    if budget_s <= 0:
+        return xs[0][1]
+    xs.append((max(budget_s, xs[-1][0]), xs[-1][1]))  # hold the last value (a no-op segment otherwise)
+    area = 0.0
+    for (t0, y0), (t1, y1) in zip(xs, xs[1:]):
+        if t1 > budget_s:  # the segment that crosses the budget: cut it there
+            t1, y1 = budget_s, y0 + (y1 - y0) * (budget_s - t0) / (t1 - t0)
+        area += (t1 - t0) * (y0 + y1) / 2
+        if t1 >= budget_s:
+            break
+    return area / budget_s
 
 
 def _reach(points: list[Point], level: float) -> Point | None:
@@ -128,18 +151,26 @@ def time_to_target(study: dict, baseline: str = BASELINE, k: int = PLATEAU_K, ta
 
 def summarize_study(study: dict, baseline: str | None = BASELINE, focus: str | None = FOCUS,
                     costs: dict[str, dict] | None = None, target: float | None = None,
-                    pricing: dict[str, str] | None = None, repriced: tuple[str, dict | str] | None = None) -> dict:
-    """Every comparison of a study (final, learning, focus minus each arm, equal time, time to target).
-    costs: arm -> numbers copied into the files; pricing: arm -> its update pricing; repriced: (another
-    pricing, the study's seconds under it or why there are none). A missing baseline/focus: left out."""
+                    pricing: dict[str, str] | None = None, repriced: tuple[str, dict | str] | None = None,
+                    budget_s: float | None = None, note: tuple[str, str] | None = None) -> dict:
+    """Every comparison of a study (final, time-averaged, learning, focus minus each arm, equal time, time to
+    target). costs: arm -> numbers copied into the files; pricing: arm -> its update pricing; repriced:
+    (another pricing, the study's seconds under it or why there are none); budget_s: the time-averaged
+    accuracy's horizon (None: per seed, its arms' earliest end); note: what that statistic is to this study
+    as (tag, sentence), e.g. its primary. A missing baseline/focus: left out."""
     arms = list(dict.fromkeys(a for by_arm in study.values() for a in by_arm))
     baseline = baseline if baseline in arms else None
     focus = focus if focus in arms else None
     to, got = repriced or (None, None)
     other = None if not (repriced and baseline) else {"to": to, "cannot": got} if isinstance(got, str) else \
         {"to": to, "time": time_to_target(got, baseline, target=target)}
+    hz = {s: budget_s or min((p[-1].seconds for p in by.values()), default=0.0) for s, by in study.items()}
+    avg = {s: {a: [Point(hz[s], p[-1].step, time_averaged(p, hz[s]))] for a, p in by.items()} for s, by in study.items()}
     return {"seeds": list(study), "arms": arms, "baseline": baseline, "focus": focus, "costs": costs or {},
-            "pricing": pricing or {}, "repriced": other,
+            "pricing": pricing or {}, "repriced": other, "budget_s": budget_s,
+            "note": note or ("no primary declared", "no primary statistic was declared for this study"),
+            "averaged": {a: mean_interval([by[a][0].accuracy for by in avg.values() if a in by], (0.0, 1.0)) for a in arms},
+            "averaged_versus": {a: difference(avg, a, focus) for a in arms if a != focus} if focus else {},
             "final": {a: mean_interval([by[a][-1].accuracy for by in study.values() if a in by], (0.0, 1.0))
                       for a in arms},
             "learning": {a: difference(study, a, a, LEARNING) for a in arms},
@@ -273,10 +304,11 @@ def resolve_lines(s: dict) -> list[str]:
                        "authors ran ten per arm; docs/results.md sizes the laptop study).", ""]
     lines = [f"- The exact sign-flip p of {k} seeds is at least 2/2^{k} = {2 / 2 ** k:.3g}"
              + (": no difference can reach p < 0.05 with so few." if 2 / 2 ** k >= 0.05 else ".")]
-    d = s["versus"].get(base) if base and focus else None
-    if r := d and resolvable([v["diff"] for v in d["per_seed"].values()]):
-        lines.append(f"- Final accuracy, `{focus}` minus `{base}`: the interval is ±{100 * r[0]:.1f} points; with "
-                     f"this spread a true difference under ~{100 * r[1]:.1f} points is missed more than 1 time in 5.")
+    for what, key in (("Final accuracy", "versus"), ("Time-averaged accuracy", "averaged_versus")):
+        d = s[key].get(base) if base and focus else None
+        if r := d and resolvable([v["diff"] for v in d["per_seed"].values()]):
+            lines.append(f"- {what}, `{focus}` minus `{base}`: the interval is ±{100 * r[0]:.1f} points; with this "
+                         f"spread a true difference under ~{100 * r[1]:.1f} points is missed more than 1 time in 5.")
     sp = s["time"]["arms"].get(focus, {}).get("speedup") if s["time"] and focus else None
     if sp and sp["lo"] is not None:
         h = math.log(sp["hi"] / sp["lo"]) / 2
@@ -298,6 +330,8 @@ def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "
                   "%, differences in points.", ""]
     for a, d in s["versus"].items():
         lines.append(f"- `{focus}` minus `{a}`, final evaluations: {format_difference(d)}")
+    for a, d in s["averaged_versus"].items():
+        lines.append(f"- `{focus}` minus `{a}`, time-averaged accuracy ({s['note'][0]}): {format_difference(d)}")
     for a, d in s["equal_time"].items():
         lines.append(f"- `{a}` at `{base}`'s training time minus `{base}`'s final: {format_difference(d)}")
     head = (f"| arm | n | m | final acc | learning (first → final) | {focus or '-'} minus arm | "
@@ -315,7 +349,29 @@ def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "
                   "-" if c.get("peak_mem_mb") is None else f"{c['peak_mem_mb']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
     lines += [""] + (_time_lines(s, unit) if s["time"] else [])
-    return lines + (_pricing_lines(s, unit) if s.get("pricing") else []) + resolve_lines(s)
+    lines += _pricing_lines(s, unit) if s.get("pricing") else []
+    return lines + _averaged_lines(s, unit) + resolve_lines(s)
+
+
+def _averaged_lines(s: dict, unit: str) -> list[str]:
+    """What the time-averaged accuracy is, what it is to this study, each arm's, and every statistic's spread."""
+    b = s["budget_s"]
+    span = f"0 to {_t(b / 3600 if unit == 'h' else b, unit)}" if b else "0 to each seed's earliest end of its arms"
+    lines = [f"Time-averaged accuracy: the area under accuracy against training time from {span}, divided by that "
+             "time (trapezoids between evaluations; an evaluation after the budget interpolated to it, the last value "
+             f"held if a run ends before it); {s['note'][1]}. "
+             + ("Per arm, the mean over seeds [t 95% CI]: " if len(s["seeds"]) > 1 else "Per arm: ") + ", ".join(f"`{a}` {_mi(m)}" for a, m in s["averaged"].items()) + ".", ""]
+    base, focus = s["baseline"], s["focus"]
+    fin, avg = s["versus"].get(base), s["averaged_versus"].get(base)
+    if not (fin and fin["seeds"]["sd"] is not None and avg):
+        return lines
+    sds = [f"final accuracy {100 * fin['seeds']['sd']:.1f} points", f"time-averaged accuracy {100 * avg['seeds']['sd']:.1f} points"]
+    sp = s["time"]["arms"].get(focus, {}).get("speedup") if s["time"] else None
+    if sp and sp["lo"] is not None:
+        sd = math.log(sp["hi"] / sp["lo"]) / 2 * math.sqrt(sp["k"]) / t975(sp["k"] - 1)
+        sds.append(f"time to target {sd:.2f} in log speed-up (×/÷{math.exp(sd):.2f}; {sp['k']} seeds)")
+    return lines + [f"Per-seed spread (SD over seeds) of `{focus}` minus `{base}`: " + "; ".join(sds) +
+                    ". Against the same effect, the smaller spread is the sharper instrument (below: what each resolves).", ""]
 
 
 def _csv_row(s: dict, a: str, configs: dict) -> dict:
@@ -323,9 +379,11 @@ def _csv_row(s: dict, a: str, configs: dict) -> dict:
     row = {"arm": a, "method": cfg.get("method"), "rule": cfg.get("rule") if cfg.get("method") != "grpo" else None,
            "n": cfg.get("n"), "m": cfg.get("m"), "seeds": s["final"][a]["k"]}
     row.update({f"final_{k}": s["final"][a][k] for k in ("mean", "lo", "hi")})
-    for name, d in (("learn", s["learning"][a]), ("vs_focus", s["versus"].get(a)), ("equal_time", s["equal_time"].get(a))):
+    row.update({f"averaged_{k}": s["averaged"][a][k] for k in ("mean", "lo", "hi")})
+    for name, d in (("learn", s["learning"][a]), ("vs_focus", s["versus"].get(a)), ("equal_time", s["equal_time"].get(a)),
+                    ("averaged_vs_focus", s["averaged_versus"].get(a))):
         if d and d["per_seed"]:
-            row.update({f"{name}_{k}": d["seeds"][k] for k in ("mean", "lo", "hi", "k", "p")})
+            row.update({f"{name}_{k}": d["seeds"][k] for k in ("mean", "lo", "hi", "k", "p", "sd")})
             if q := d["pooled"]:
                 row.update({f"{name}_questions_{k}": v for k, v in
                             zip(("diff", "lo", "hi", "n"), (q["diff"], q["ci95"][0], q["ci95"][1], q["n"]))})
