@@ -134,6 +134,15 @@ def reach_without_tolerance(curve, target, n):
     return next((s for s, a in curve if a >= target), None)
 
 
+def averaged_as_steps(curve, budget):
+    pts = [(0.0, curve[0][1])] + curve + [(max(budget, curve[-1][0]), curve[-1][1])]
+    return sum((min(t1, budget) - t0) * y0 for (t0, y0), (t1, _) in zip(pts, pts[1:]) if t0 < budget) / budget
+
+
+def averaged_plain_mean(curve, budget):
+    return sum(a for _, a in curve) / len(curve)
+
+
 def reach_last(curve, target, n):
     hits = [s for s, a in curve if a >= target - math.sqrt(target * (1 - target) / n) - 1e-12]
     return hits[-1] if hits else None
@@ -151,11 +160,12 @@ PLANTED = [  # (exercise, wrong answer, a word the hint must contain)
     ("05.3", n_max_without_fixed, "fixed cost"), ("05.3", n_max_without_prompts, "b_r x P"),
     ("06.2", sign_flip_one_sided, "one-sided"), ("06.2", sign_flip_strict, "ties count"),
     ("06.4", reach_without_tolerance, "standard error"), ("06.4", reach_last, "first evaluation"),
+    ("06.5", averaged_as_steps, "trapezoids"), ("06.5", averaged_plain_mean, "how far apart"),
     # predictions and observations: the likely wrong number gets its own explanation
     ("01.4", 838, "4 bytes"), ("02.4", 1.732, "population std"), ("02.5", 10, "not below"),
     ("03.1", 5, "max-reward"), ("03.5", 0.656, "group of 4"), ("04.1", [(1.3, 1.0), (0.7, 1.0)], "min keeps it"),
     ("04.2", 0.4, "Inverted"), ("04.4", 6e-10, "SGD"), ("05.2", 0.742, "Inverted"), ("06.1", 0.03125, "Two-sided"),
-    ("06.3", 2.0, "FRAC = 0.99"), ("01.3", 0.538, "T = 0.9"), ("02.3", 0.075, "only the deleted tag"),
+    ("06.3", 1.6, "FRAC = 1.0"), ("01.3", 0.538, "T = 0.9"), ("02.3", 0.075, "only the deleted tag"),
 ]
 
 
@@ -188,6 +198,17 @@ def test_every_implement_exercise_has_a_planted_mistake():
 def test_planted_mistake_fails_with_its_hint(ex_id, answer, word):
     ok, line = run_check(ex_id, answer)
     assert ok is False and line.startswith(f"✗ {ex_id} ") and word in line, line
+
+
+def test_a_graders_seed_draws_other_inputs(monkeypatch):
+    """MINIPODS_EXERCISE_SEED (read at import as GRADING_SEED) gives inputs students have not seen: solutions
+    still pass, planted mistakes still fail."""
+    monkeypatch.setattr(E, "GRADING_SEED", 7)
+    for ex_id, ex in E.EXERCISES.items():
+        if ex.kind == "implement":
+            assert run_check(ex_id, SOLUTIONS[ex_id])[0] is True, ex_id
+    for ex_id, answer, _ in PLANTED:
+        assert run_check(ex_id, answer)[0] is False, ex_id
 
 
 def test_checks_never_raise_on_broken_answers():
