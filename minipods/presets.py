@@ -45,5 +45,6 @@ PRESETS = {
                      max_steps=400, eval_every=25, eval_limit=500, micro_batch_size=2, gen_batch_size=32,
                      eval_batch_size=32, gradient_checkpointing=True, data="gsm8k"),
 }
-
-
+# A class's study (docs/class_study.md): `laptop`'s step, one student's seed (grpo and pods_max_variance, 5
+# evaluations each) sized to ~25 min on 2 cores. PROVISIONAL lr: the pilots (seeds 100, 101) choose it.
+PRESETS["class"] = dict(PRESETS["laptop"], lr=LAPTOP_LR, budget_s=600.0, eval_every_s=150.0, eval_limit=64)

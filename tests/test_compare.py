@@ -4,8 +4,10 @@ The summary numbers on hand-made metrics: tests/test_results.py."""
 import csv
 import itertools
 import json
+import math
 import os
 import random
+import shutil
 
 import pytest
 
@@ -244,12 +246,22 @@ def test_grpo_same_n_and_small_default_arms():
     assert list(compare.arm_configs()) == list(compare.DEFAULT_ARMS)
 
 
-def test_seeds_run_each_arm_once_per_seed_and_summarize_across_them(tmp_path, monkeypatch):
-    monkeypatch.setattr(evaluate, "score_completions", varied_scores)
-    arms = ["grpo", "grpo_same_n", "pods_max_variance"]
-    f = Factory()
-    out = compare.run_comparison(tmp_path, arms=arms, seeds="0,1", model_factory=f, log=lambda *a: None, **TINY)
-    assert f.calls == arms * 2
+SEED_ARMS = ["grpo", "grpo_same_n", "pods_max_variance"]
+
+
+@pytest.fixture(scope="module")
+def seeds_study(tmp_path_factory):
+    """`compare --seeds 0,1` over three arms (tiny model); the merge tests copy its folders."""
+    out, f = tmp_path_factory.mktemp("seeds"), Factory()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(evaluate, "score_completions", varied_scores)
+        compare.run_comparison(out, arms=SEED_ARMS, seeds="0,1", model_factory=f, log=lambda *a: None, **TINY)
+    assert f.calls == SEED_ARMS * 2
+    return out
+
+
+def test_seeds_run_each_arm_once_per_seed_and_summarize_across_them(seeds_study):
+    out, arms = seeds_study, SEED_ARMS
     for s in (0, 1):
         golds = set()
         for a in arms:
@@ -287,7 +299,126 @@ def test_seeds_run_each_arm_once_per_seed_and_summarize_across_them(tmp_path, mo
     # a re-run trains nothing; the plots CLI redraws the same summary from the saved runs
     before = (out / "summary.csv").read_text()
     f2 = Factory()
-    compare.run_comparison(tmp_path, arms=arms, seeds=[0, 1], model_factory=f2, log=lambda *a: None, **TINY)
+    compare.run_comparison(out, arms=arms, seeds=[0, 1], model_factory=f2, log=lambda *a: None, **TINY)
     assert f2.calls == []
     (out / "summary.csv").unlink()
     assert plots.main([str(out)]) == 0 and (out / "summary.csv").read_text() == before
+
+
+# ---------------------------------------------------------------- the class study: machines, fingerprint, merge
+def test_each_arm_records_its_machine_and_each_seed_its_design(seeds_study, monkeypatch):
+    from minipods.measure import speed
+    for s in (0, 1):
+        done = [results.read_done(seeds_study / f"seed{s}" / a) for a in SEED_ARMS]
+        assert {(d["cpu"], d["threads"], d["host"]) for d in done} == {(compare.cpu_name(), done[0]["threads"], done[0]["host"])}
+        assert all("probe" not in d for d in done)  # no time budget: no probe
+        cfgs = {a: results.read_config(seeds_study / f"seed{s}" / a) for a in SEED_ARMS}
+        meta = json.loads((seeds_study / f"seed{s}" / "comparison.json").read_text())
+        assert meta["fingerprint"] == results.fingerprint(cfgs)
+    # the fingerprint ignores the seed and the paths, not a setting
+    cfgs = {a: results.read_config(seeds_study / "seed0" / a) for a in SEED_ARMS}
+    moved = {a: {**c, "seed": 7, "output_dir": "/elsewhere", "data_dir": "/x"} for a, c in cfgs.items()}
+    assert results.fingerprint(moved) == results.fingerprint(cfgs) != results.fingerprint({**cfgs, "grpo": {**cfgs["grpo"], "lr": 1}})
+    monkeypatch.setattr(speed, "machine_limits", lambda: {"fp32_tflops": 0.15, "mem_gbs": 40.0, "bf16_tflops": 0.1, "threads": 2})
+    rec = compare.machine_record(compare.arm_configs(preset="class")["grpo"])
+    assert rec["probe"] == {"fp32_tflops": 0.15, "mem_gbs": 40.0} and rec["cpu"] == compare.cpu_name()
+
+
+def test_class_preset_arms_sizing_and_primary():
+    c = compare.arm_configs(preset="class")
+    assert list(c) == ["grpo", "pods_max_variance"]
+    assert [(x.n, x.m, x.prompts_per_step, x.loss_type, x.skip_silent) for x in c.values()] == [
+        (4, 4, 1, "grpo", False), (16, 4, 1, "grpo", False)]  # the laptop study's step
+    g = c["grpo"]
+    assert 1 + math.ceil(g.budget_s / g.eval_every_s) >= 5 and g.eval_every == 0 and g.max_steps == compare.UNBOUNDED_STEPS
+    assert list(compare.arm_configs("grpo,pods_max_variance,pods_random", preset="class")) == list(compare.LAPTOP_ARMS)
+    assert compare._meta(c, "class", {})["primary"] == "time_averaged" and "primary" not in compare._meta(c, "laptop", {})
+
+
+def _merge(argv, capsys):
+    rc = compare.main(["--merge", *map(str, argv[:-1]), "--output-dir", str(argv[-1])])
+    return rc, capsys.readouterr()
+
+
+def test_merge_equals_compare_over_the_same_seeds(seeds_study, tmp_path, capsys):
+    rc, _ = _merge([seeds_study / "seed0", seeds_study / "seed1", tmp_path / "m"], capsys)
+    assert rc == 0
+    for name in ("summary.md", "summary.csv"):
+        assert (tmp_path / "m" / name).read_text() == (seeds_study / name).read_text(), name
+    assert (tmp_path / "m" / "accuracy_vs_time.png").read_bytes().startswith(PNG_MAGIC)
+    meta = json.loads((tmp_path / "m" / "comparison.json").read_text())
+    assert meta["seeds"] == [0, 1] and meta["arms"] == SEED_ARMS and len(meta["fingerprint"]) == 12
+    assert not (tmp_path / "m" / "seed1" / "grpo" / "checkpoint").exists()
+    assert (tmp_path / "m" / "seed1" / "grpo" / "metrics.jsonl").read_bytes() == (seeds_study / "seed1" / "grpo" / "metrics.jsonl").read_bytes()
+    md = (tmp_path / "m" / "summary.md").read_text()
+    assert f"Machines (a seed's arms ran on one): {compare.cpu_name()}, " in md and " threads: seeds 0, 1." in md
+    # a merged study merges again with a seed folder: the same study
+    assert _merge([seeds_study / "seed1", tmp_path / "one"], capsys)[0] == 0
+    assert _merge([tmp_path / "one", seeds_study / "seed0", tmp_path / "again"], capsys)[0] == 0
+    assert (tmp_path / "again" / "summary.md").read_text() == (seeds_study / "summary.md").read_text()
+
+
+def _edit(path, fn):
+    path.write_text(fn(path.read_text()))
+
+
+def _json_edit(path, **kw):
+    _edit(path, lambda t: json.dumps({**json.loads(t), **kw}))
+
+
+REFUSALS = {  # what is done to a copy of seed 1 -> the one-line refusal
+    "design": (lambda d: [_json_edit(d / a / "config.json", lr=1e-3) for a in SEED_ARMS], "another design"),
+    "missing arm": (lambda d: shutil.rmtree(d / "grpo_same_n"), "lacks arm grpo_same_n"),
+    "arm left out": (lambda d: (shutil.rmtree(d / "grpo_same_n"), _json_edit(d / "comparison.json", arms=["grpo", "pods_max_variance"])),
+                     "differ in arm grpo_same_n"),
+    "unfinished": (lambda d: (d / "grpo" / "DONE").unlink(), "has not finished"),
+    "metrics torn inside": (lambda d: _edit(d / "grpo" / "metrics.jsonl", lambda t: '{"step": 1, bad\n' + t), "not valid JSON"),
+    "metrics cut short": (lambda d: _edit(d / "grpo" / "metrics.jsonl", lambda t: "\n".join(t.splitlines()[:2]) + "\n"), "says 3"),
+    "eval damaged": (lambda d: _edit(d / "pods_max_variance" / "eval" / "step_00003.jsonl", lambda t: "{oops\n" + t), "not valid JSON"),
+    "eval short": (lambda d: _edit(d / "pods_max_variance" / "eval" / "step_00003.jsonl", lambda t: t.splitlines()[0] + "\n"),
+                   "fewer questions"),
+    "two machines": (lambda d: _json_edit(d / "grpo" / "DONE", cpu="Another CPU"), "different machines"),
+    "done damaged": (lambda d: (d / "grpo" / "DONE").write_text("{"), "not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSALS) + ["same seed twice", "not a study", "output not empty", "with settings"])
+def test_merge_refuses_with_one_line_and_writes_nothing(case, seeds_study, tmp_path, capsys):
+    bad = tmp_path / "hand-in"
+    shutil.copytree(seeds_study / "seed1", bad)
+    dirs, out, want = [seeds_study / "seed0", bad], tmp_path / "out", None
+    if case in REFUSALS:
+        REFUSALS[case][0](bad)
+        want = REFUSALS[case][1]
+    elif case == "same seed twice":
+        dirs, want = [seeds_study, bad], "seed 1 twice"
+    elif case == "not a study":
+        dirs, want = [seeds_study / "seed0", tmp_path], "neither a seed folder"
+    elif case == "output not empty":
+        out.mkdir()
+        (out / "notes.txt").write_text("mine")
+        want = "not an empty folder"
+    if case == "with settings":
+        rc = compare.main(["--merge", str(bad), "--lr", "1e-3", "--output-dir", str(out)])
+        err, want = capsys.readouterr().err, "--merge takes only"
+    else:
+        rc, (_, err) = _merge([*dirs, out], capsys)
+    assert rc == 2 and err.count("\n") == 1 and want in err, err
+    assert (not out.exists() or [p.name for p in out.iterdir()] == ["notes.txt"])
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no half-written study left aside
+
+
+def test_summary_shows_each_seeds_probe_beside_its_difference(seeds_study, tmp_path):
+    study = tmp_path / "probed"
+    shutil.copytree(seeds_study, study)
+    for s, gf in ((0, 0.15), (1, 0.05)):
+        for a in SEED_ARMS:
+            _json_edit(study / f"seed{s}" / a / "DONE", probe={"fp32_tflops": gf, "mem_gbs": 30.0})
+    meta = {**json.loads((study / "comparison.json").read_text()), "primary": "time_averaged"}
+    plots.make(results.seed_dirs(study, meta), study, meta)
+    md = (study / "summary.md").read_text()
+    d = {r["arm"]: r for r in _csv(study / "summary.csv")}["grpo"]
+    assert "time-averaged accuracy (primary)" in md and "the primary statistic of this study" in md
+    assert "Per seed, its machine probe (fp32 matmul GFLOP/s, the arms' mean) → `pods_max_variance` minus `grpo`, " \
+           "time-averaged: 0: 150 → " in md and ", 1: 50 → " in md
+    assert d["averaged_vs_focus_k"] == "2"

@@ -7,16 +7,20 @@ about 2x sooner: generating rollouts is cheap and parallel, the update is bound 
     python -m minipods.compare --small --output-dir runs/cmp              # the laptop design, one seed
     python -m minipods.compare --preset laptop --seeds 0,1,2,3,4,5,6,7,8,9   # the planned study (docs/results.md)
     python -m minipods.compare --small --sweep n=4,8,16                   # PODS for several n, m fixed
+    python -m minipods.compare --preset class --seed S --output-dir DIR   # one student's seed (docs/class_study.md)
+    python -m minipods.compare --merge DIR... --output-dir OUT            # their folders as one study
 
 Each arm is a `minipods.train` run in OUTPUT_DIR/ARM (OUTPUT_DIR/seed{s}/ARM with --seeds) from a fresh
 model and the same seed (the same questions in the same order); a finished arm (DONE marker) is skipped on
-a re-run, an interrupted one resumes. Figures, summary and statistics: docs/training.md.
+a re-run, an interrupted one resumes; DONE records the machine (merge checks that a seed's arms share
+one). Figures, summary and statistics: docs/training.md.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import gc
+import hashlib
 import json
 import platform
 import sys
@@ -26,7 +30,7 @@ from typing import Callable
 
 from minipods import cli
 from minipods import train as train_mod
-from minipods.analysis import plots, results
+from minipods.analysis import merge, plots, results
 from minipods.checkpoint import RunLock, prepare_output_dir, write_atomic
 from minipods.measure.memory import reset_peak
 from minipods.model import DEFAULT_MODEL, resolve_model
@@ -43,7 +47,8 @@ DEFAULT_ARMS = ("grpo", "pods_max_variance")
 LAPTOP_ARMS = ("grpo", "pods_max_variance", "pods_random")  # --small: PODS, GRPO with its m, random ablation
 SMALL_ARMS = ("grpo", "grpo_same_n", "pods_max_variance", "pods_random")  # --preset small: both GRPOs, both rules
 PRESET_ARMS = {"laptop": LAPTOP_ARMS, "small": SMALL_ARMS}
-DONE = "DONE"  # marker file in a finished arm's folder
+DONE = results.DONE  # marker file in a finished arm's folder
+PRIMARY = {"class": "time_averaged"}  # the statistic a preset's study fixed before its seeds ran
 SMALL_EVAL_EVERY = 8  # --preset small: evaluate at steps 0, 8, 16, 24 and 32 (five points of a curve per arm)
 SMALL_PRESET = "laptop"  # what --small runs: the classroom version of the planned study (docs/results.md)
 UNBOUNDED_STEPS = 1_000_000  # --budget-s without --max-steps: the budget is the only limit
@@ -185,6 +190,19 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
         return out
 
 
+def machine_record(cfg: TrainConfig) -> dict:
+    """What a finished arm records of its machine: CPU, threads, a hash of the host name and, for a
+    time-budgeted arm, the CPU's probe at its start (matmul and memory speed: what the budget buys)."""
+    import torch
+
+    rec = {"cpu": cpu_name(), "threads": torch.get_num_threads(),
+           "host": hashlib.sha256(platform.node().encode()).hexdigest()[:8]}
+    if cfg.budget_s:
+        from minipods.measure.speed import machine_limits
+        rec["probe"] = {k: round(v, 4) for k, v in machine_limits().items() if k in ("fp32_tflops", "mem_gbs")}
+    return rec
+
+
 def cpu_name() -> str:
     """The CPU's model name: a finished arm records it (wall-clock budgets differ by machine)."""
     try:
@@ -196,7 +214,8 @@ def cpu_name() -> str:
 def _meta(cfgs: dict[str, TrainConfig], preset, overrides) -> dict:
     """What comparison.json records of a set of arms (the plots read it back)."""
     return {"arms": list(cfgs), "baseline": plots.BASELINE if "grpo" in cfgs else None, "preset": preset,
-            "overrides": {k: v for k, v in overrides.items() if v is not None}}
+            "overrides": {k: v for k, v in overrides.items() if v is not None},
+            **({"primary": PRIMARY[preset]} if preset in PRIMARY else {})}
 
 
 def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_factory, log, overrides) -> Path:
@@ -215,16 +234,19 @@ def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_fact
         log(f"{head}: {'resuming' if status == 'resume' else 'starting'} in {cfg.output_dir}")
         cfg = dataclasses.replace(cfg, resume=status == "resume")
         model, tok = model_factory(cfg) if model_factory is not None else (None, None)
+        mach = machine_record(cfg)
         reset_peak(cfg.device)  # each arm's peak_mem_mb counts from its own start
         t0 = time.perf_counter()
         train_mod.train(cfg, model, tok)
         last = max(results.training_rows(results.read_rows(cfg.output_dir)), key=lambda r: r["step"], default={})
         write_atomic(Path(cfg.output_dir) / DONE, json.dumps(  # a kill before this: the arm resumes (no-op)
             {"step": last.get("step", 0), "elapsed_s": last.get("elapsed_s", 0.0),
-             "wall_s_this_call": time.perf_counter() - t0, "cpu": cpu_name()}) + "\n")
+             "wall_s_this_call": time.perf_counter() - t0, **mach}) + "\n")
         del model, tok
         gc.collect()
 
+    meta["fingerprint"] = results.fingerprint({a: results.read_config(c.output_dir) for a, c in cfgs.items()})
+    write_atomic(out / results.COMPARISON_FILE, json.dumps(meta, indent=1))
     for p in plots.make({first.seed: {a: Path(c.output_dir) for a, c in cfgs.items()}}, out, meta).values():
         log(f"wrote {p}")
     return out
@@ -244,6 +266,8 @@ def build_parser():
                    "; --sweep alone: none)")
     p.add_argument("--seeds", default=None, help="run every arm once per seed, e.g. 0,1,2 (folders seed{s}/ARM)")
     p.add_argument("--sweep", default=None, help="also run PODS (max_variance) for n=8,16,32 with m fixed (or m=2,4,8)")
+    p.add_argument("--merge", nargs="+", metavar="DIR", default=None, help="merge these seed folders and studies into "
+                   "one study in --output-dir (a class's hand-ins: docs/class_study.md); nothing is trained")
     cli.add_dataclass_args(p, TrainConfig, skip=_PER_ARM, default_label="train default")
     return p
 
@@ -256,8 +280,11 @@ def main(argv=None) -> int:
             raise ValueError(f"--small conflicts with --preset {args.preset}")
         preset = args.preset or (SMALL_PRESET if args.small else None)
         shared = cli.overrides(args, TrainConfig, skip=_PER_ARM)
+        if args.merge and (shared or args.small or args.preset or args.seeds or args.arms or args.sweep):
+            raise ValueError("--merge takes only the folders and --output-dir (their settings come with them)")
         arms = args.arms if args.arms is not None else ([] if args.sweep else None)  # --sweep alone: no arms
-        out = run_comparison(args.output_dir, arms, preset, args.sweep or None, seeds=args.seeds, **shared)
+        out = merge.merge(args.merge, args.output_dir) if args.merge else \
+            run_comparison(args.output_dir, arms, preset, args.sweep or None, seeds=args.seeds, **shared)
     except KeyboardInterrupt:
         print(f"\n{prog}: interrupted; run the same command again to resume the unfinished arm(s).",
               file=sys.stderr)

@@ -16,7 +16,7 @@ import math
 import sys
 from pathlib import Path
 
-from minipods.analysis.results import (COMPARISON_FILE, find_runs, read_config, read_rows,  # noqa: F401
+from minipods.analysis.results import (COMPARISON_FILE, find_runs, machine, read_config, read_rows,  # noqa: F401
                                        read_study, repriced_study, seed_dirs, summarize, training_rows,
                                        update_pricing)
 from minipods.analysis.summary import BASELINE, summarize_study, write_summary
@@ -193,7 +193,7 @@ def make(seed_dirs: dict, out_dir: str | Path, meta: dict | None = None, baselin
         baseline = next((a for a, cfg in configs.items() if cfg.get("method") == "grpo"), None)
     note = AVERAGED_NOTES.get(meta.get("primary")) or AVERAGED_NOTES.get(meta.get("preset"))
     s = summarize_study(study, baseline, costs=mean_costs(rows), pricing=pricing, note=note,
-                        repriced=repriced_study(study, rows, configs),
+                        repriced=repriced_study(study, rows, configs), machines={s: machine(d) for s, d in seed_dirs.items()},
                         budget_s=next((c["budget_s"] for c in configs.values() if c.get("budget_s")), None))
     one = len(seed_dirs) == 1
     target = next((t[0] for t in (s["time"] or {"targets": {}})["targets"].values() if t and one), None)

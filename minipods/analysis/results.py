@@ -5,6 +5,7 @@ re-pricing (docs/training.md). No torch.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from minipods.analysis.summary import Point
 from minipods.checkpoint import eval_path, eval_steps, read_log
 
 COMPARISON_FILE = "comparison.json"  # written by minipods.compare: arm order, baseline, seeds, sweep
+DONE = "DONE"  # written by minipods.compare in a finished arm's folder: its last step and machine
+NOT_DESIGN = ("seed", "output_dir", "data_dir", "data_source", "resume", "progress")  # config.json's non-design keys
 
 
 def read_rows(run_dir: str | Path) -> list[dict]:
@@ -50,6 +53,27 @@ def read_points(run_dir: str | Path) -> list[Point]:
         correct = {q["index"]: int(q["correct"]) for q in read_eval(run_dir, step)} if step in kept else None
         pts.append(Point(float(r.get("elapsed_s", 0.0)), step, float(r["eval_accuracy"]), r.get("eval_n"), correct))
     return sorted(pts, key=lambda p: (p.seconds, p.step))
+
+
+def read_done(run_dir: str | Path) -> dict:
+    path = Path(run_dir) / DONE
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def machine(dirs: dict[str, Path]) -> dict:
+    """A seed's machine from its arms' DONE files: name ("CPU, T threads"; one per arm when they differ)
+    and gflops (the arms' mean fp32 matmul probe, None without one)."""
+    done = [read_done(d) for d in dirs.values()]
+    names = dict.fromkeys(f"{x.get('cpu', '?')}, " + (f"{x['threads']} threads" if "threads" in x else
+                                                     "threads not recorded") for x in done)
+    probes = [x["probe"]["fp32_tflops"] * 1e3 for x in done if x.get("probe")]
+    return {"name": " / ".join(names), "gflops": sum(probes) / len(probes) if probes else None}
+
+
+def fingerprint(configs: dict[str, dict]) -> str:
+    """The design of a seed's arms (arm -> config.json): a hash of every setting but the seed and the paths."""
+    design = {a: {k: v for k, v in c.items() if k not in NOT_DESIGN} for a, c in sorted(configs.items())}
+    return hashlib.sha256(json.dumps(design, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def read_study(seed_dirs: dict[int, dict[str, Path]]) -> dict[int, dict[str, list[Point]]]:

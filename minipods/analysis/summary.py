@@ -152,12 +152,12 @@ def time_to_target(study: dict, baseline: str = BASELINE, k: int = PLATEAU_K, ta
 def summarize_study(study: dict, baseline: str | None = BASELINE, focus: str | None = FOCUS,
                     costs: dict[str, dict] | None = None, target: float | None = None,
                     pricing: dict[str, str] | None = None, repriced: tuple[str, dict | str] | None = None,
-                    budget_s: float | None = None, note: tuple[str, str] | None = None) -> dict:
+                    budget_s: float | None = None, note: tuple[str, str] | None = None, machines: dict | None = None) -> dict:
     """Every comparison of a study (final, time-averaged, learning, focus minus each arm, equal time, time to
     target). costs: arm -> numbers copied into the files; pricing: arm -> its update pricing; repriced:
     (another pricing, the study's seconds under it or why there are none); budget_s: the time-averaged
     accuracy's horizon (None: per seed, its arms' earliest end); note: what that statistic is to this study
-    as (tag, sentence), e.g. its primary. A missing baseline/focus: left out."""
+    as (tag, sentence), e.g. its primary; machines: seed -> results.machine. A missing baseline/focus: left out."""
     arms = list(dict.fromkeys(a for by_arm in study.values() for a in by_arm))
     baseline = baseline if baseline in arms else None
     focus = focus if focus in arms else None
@@ -168,7 +168,7 @@ def summarize_study(study: dict, baseline: str | None = BASELINE, focus: str | N
     avg = {s: {a: [Point(hz[s], p[-1].step, time_averaged(p, hz[s]))] for a, p in by.items()} for s, by in study.items()}
     return {"seeds": list(study), "arms": arms, "baseline": baseline, "focus": focus, "costs": costs or {},
             "pricing": pricing or {}, "repriced": other, "budget_s": budget_s,
-            "note": note or ("no primary declared", "no primary statistic was declared for this study"),
+            "note": note or ("no primary declared", "no primary statistic was declared for this study"), "machines": machines or {},
             "averaged": {a: mean_interval([by[a][0].accuracy for by in avg.values() if a in by], (0.0, 1.0)) for a in arms},
             "averaged_versus": {a: difference(avg, a, focus) for a in arms if a != focus} if focus else {},
             "final": {a: mean_interval([by[a][-1].accuracy for by in study.values() if a in by], (0.0, 1.0))
@@ -350,7 +350,7 @@ def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "
         lines.append("| " + " | ".join(cells) + " |")
     lines += [""] + (_time_lines(s, unit) if s["time"] else [])
     lines += _pricing_lines(s, unit) if s.get("pricing") else []
-    return lines + _averaged_lines(s, unit) + resolve_lines(s)
+    return lines + _averaged_lines(s, unit) + _machine_lines(s) + resolve_lines(s)
 
 
 def _averaged_lines(s: dict, unit: str) -> list[str]:
@@ -372,6 +372,24 @@ def _averaged_lines(s: dict, unit: str) -> list[str]:
         sds.append(f"time to target {sd:.2f} in log speed-up (×/÷{math.exp(sd):.2f}; {sp['k']} seeds)")
     return lines + [f"Per-seed spread (SD over seeds) of `{focus}` minus `{base}`: " + "; ".join(sds) +
                     ". Against the same effect, the smaller spread is the sharper instrument (below: what each resolves).", ""]
+
+
+def _machine_lines(s: dict) -> list[str]:
+    """The machines (CPU, threads) and the seeds each ran; with a probe, each seed's beside its difference."""
+    by: dict[str, list] = {}
+    for seed, m in s["machines"].items():
+        by.setdefault(m["name"], []).append(seed)
+    if not by:
+        return []
+    lines = ["Machines (a seed's arms ran on one): " + "; ".join(f"{n}: seed{'s' * (len(v) > 1)} "
+                                                                 f"{', '.join(map(str, v))}" for n, v in by.items()) + "."]
+    d = s["averaged_versus"].get(s["baseline"])
+    probed = [(seed, m["gflops"]) for seed, m in s["machines"].items() if m.get("gflops") and d and seed in d["per_seed"]]
+    if probed:
+        lines.append(f"Per seed, its machine probe (fp32 matmul GFLOP/s, the arms' mean) → `{s['focus']}` minus "
+                     f"`{s['baseline']}`, time-averaged: " + ", ".join(
+                         f"{seed}: {g:.0f} → {_pts(d['per_seed'][seed]['diff'])}" for seed, g in probed) + ".")
+    return lines + [""]
 
 
 def _csv_row(s: dict, a: str, configs: dict) -> dict:
