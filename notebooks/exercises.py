@@ -368,7 +368,7 @@ EXTRACT_HINTS = {
 @exercise("02.1", "implement", "the lenient answer extractor", "2. Extracting the answer", "extract", """
     **Exercise 02.1 (implement).** Write the grader's extractor from the order given above. `NUMBER` finds a
     number as the package reads one and `normalize_number` gives its canonical string. The check compares
-    with `minipods.rewards.extract_answer` on several hundred generated completions (blocks, '####',
+    with `minipods.rewards.extract_answer` on over a hundred generated completions (blocks, '####',
     `\\boxed{}`, money, unclosed blocks, no number at all).
     """, r'''
     import re
@@ -377,9 +377,9 @@ EXTRACT_HINTS = {
     NUMBER = re.compile(r"-?\$?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?")  # one number
 
     def extract(text):
-        """The final answer as normalize_number's string, or None: (1) the last complete <answer>...</answer>
-        block: the number in its \\boxed{...} if any, else its last number; (2) else the first number after the
-        last '####'; (3) else the number in the last \\boxed{...}, else the last number anywhere."""
+        r"""The final answer as normalize_number's string, or None: (1) the last complete <answer>...</answer>
+        block: the number in its \boxed{...} if any, else its last number; (2) else the first number after the
+        last '####'; (3) else the number in the last \boxed{...}, else the last number anywhere."""
         raise NotImplementedError("02.1: your code here")
     ''')
 def _j_02_1(fn):
