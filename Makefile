@@ -1,11 +1,23 @@
-.PHONY: setup test small notebooks
+.PHONY: setup test quick small notebooks exercises colab-check gpu-check
 setup:
 	bash scripts/setup.sh
 test:
 	python -m pytest -q
+# the quick edit-test loop: every test that needs no real model
+quick:
+	python -m pytest -q -m "not slow"
 small:
 	python -m minipods.train --small
 # regenerate notebooks/*.ipynb from their .py sources and run them in full mode (outputs committed);
 # one notebook: `make notebooks NB=03`
 notebooks:
 	python scripts/run_notebooks.py $(NB)
+# every exercise check on its solution and on its untouched stub
+exercises:
+	python notebooks/exercises.py --self-test
+# Colab's install (requirements-colab.txt) in a fresh virtual environment with another torch: installs, minutes
+colab-check:
+	bash scripts/check_colab_install.sh
+# the GPU check (on a GPU; GPU_CHECK_SLOWDOWN=4 on a T4)
+gpu-check:
+	bash scripts/gpu_check.sh
