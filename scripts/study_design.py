@@ -2,6 +2,7 @@
 
     python scripts/study_design.py            # the tables of docs/results.md, "Power calculation"
     python scripts/study_design.py --probe DIR  # is this sitting's machine fit for study seeds?
+    python scripts/study_design.py --power-table  # the class study's sizing and power (docs/class_study.md)
 
 The probe (docs/results.md, "Machine speed"): the pilot's first 33 GRPO steps again, same seed, so the
 same tokens; only the machine's speed differs. Run it alone, then read it with --probe:
@@ -22,10 +23,13 @@ simulated power reaches 0.8. The per-seed spread comes from that study's seeds (
 from __future__ import annotations
 
 import argparse
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 
+from minipods.analysis.stats import t975
 from minipods.presets import LAPTOP_BUDGET_S, LAPTOP_EVAL_EVERY_S, LAPTOP_EVAL_LIMIT
 
 # docs/results.md, the five-seed study of `compare --small` (4 prompts per step, idle 2-core EPYC):
@@ -142,10 +146,120 @@ def report(seeds: int = 10, ratio: float = 1.3, budget_s: float = LAPTOP_BUDGET_
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------- the class study (docs/class_study.md)
+STUDENTS = (10, 20, 40, 80)
+PROBE_S = 4.0  # compare's machine probe at each time-budgeted arm's start (measure.speed.machine_limits)
+
+
+def measured(study_dir: str | Path) -> dict:
+    """A finished study's costs from its run folders: evaluation seconds per question (the mean over every
+    evaluation and the slowest evaluation's), seconds per step per arm, and an arm's overhead (its wall time
+    minus training and evaluation: model load, checkpoints)."""
+    from minipods.analysis import results
+
+    meta = json.loads((Path(study_dir) / results.COMPARISON_FILE).read_text())
+    per_q, step_s, over = [], {}, []
+    for arms in results.seed_dirs(study_dir, meta).values():
+        for arm, d in arms.items():
+            rows = results.read_rows(d)
+            ev, tr = [r for r in rows if "eval_s" in r], results.training_rows(rows)
+            per_q += [r["eval_s"] / r["eval_n"] for r in ev]
+            step_s.setdefault(arm, []).extend(r["step_s"] for r in tr)
+            over.append(results.read_done(d)["wall_s_this_call"] - tr[-1]["elapsed_s"] - sum(r["eval_s"] for r in ev))
+    return {"eval_s_per_q": float(np.mean(per_q)), "eval_s_per_q_max": max(per_q), "overhead_s": float(np.mean(over)),
+            "step_s": {a: float(np.mean(v)) for a, v in step_s.items()}, "evaluations": len(per_q)}
+
+
+def class_sizing(m: dict, preset: dict, arms=("grpo", "pods_max_variance")) -> dict:
+    """One student's seed under `preset` (budget_s, eval_every_s, eval_limit) at the measured costs `m`:
+    evaluations per arm, evaluation and wall seconds (mean evaluation speed, and every evaluation as slow
+    as the slowest measured), evaluation's share, and the steps each arm's budget buys."""
+    evals = 1 + math.ceil(preset["budget_s"] / preset["eval_every_s"])  # step 0, each grid time, the end
+    fixed = len(arms) * (preset["budget_s"] + m["overhead_s"] + PROBE_S)
+    ev, ev_max = (len(arms) * evals * preset["eval_limit"] * m[k] for k in ("eval_s_per_q", "eval_s_per_q_max"))
+    return {"evals": evals, "eval_s": ev, "wall_s": fixed + ev, "eval_share": ev / (fixed + ev),
+            "wall_s_slowest": fixed + ev_max, "eval_share_slowest": ev_max / (fixed + ev_max),
+            "slack_30min": (30 * 60 - fixed) / ev,  # how many times slower evaluation may be within 30 min
+            "steps": {a: preset["budget_s"] / m["step_s"][a] for a in arms if a in m["step_s"]}}
+
+
+def averaged_diffs(study_dir: str | Path, budget_s: float | None = None, a: str = "grpo",
+                   b: str = "pods_max_variance") -> dict:
+    """Per seed, b minus a (points): time-averaged accuracy over budget_s (None: the runs' own budget) and
+    final accuracy; level: the mean time-averaged accuracy of both arms (0-1); config: a's config.json."""
+    from minipods.analysis import results
+    from minipods.analysis.summary import time_averaged
+
+    meta = json.loads((Path(study_dir) / results.COMPARISON_FILE).read_text())
+    dirs = results.seed_dirs(study_dir, meta)
+    cfg = results.read_config(next(iter(dirs.values()))[a])
+    budget = budget_s or cfg["budget_s"]
+    pairs = [(by[a], by[b]) for by in results.read_study(dirs).values() if a in by and b in by]
+    ta = [(time_averaged(x, budget), time_averaged(y, budget)) for x, y in pairs]
+    return {"diffs": [100 * (y - x) for x, y in ta], "final": [100 * (y[-1].accuracy - x[-1].accuracy) for x, y in pairs],
+            "level": float(np.mean(ta)), "config": cfg}
+
+
+def eval_noise_sd(level: float, questions: int, budget_s: float, eval_every_s: float) -> float:
+    """SD (points) that evaluating `questions` adds to a difference of two arms' time-averaged accuracies:
+    binomial evaluations at accuracy `level` on a grid dividing the budget, trapezoid weights (the ends
+    half), the arms' evaluations independent (an upper bound: a seed's arms answer the same questions)."""
+    k = round(budget_s / eval_every_s)
+    w2 = 2 * (0.5 / k) ** 2 + (k - 1) * (1 / k) ** 2
+    return 100 * math.sqrt(2 * w2 * level * (1 - level) / questions)
+
+
+def t_quantile(df: int) -> float:
+    """Student's t 97.5% quantile: the stats table to 30 degrees of freedom, beyond it the Cornish-Fisher
+    expansion (within 0.001 there; the table's 1.96 would narrow 40 students' interval by 3%)."""
+    z = 1.959964
+    return t975(df) if df <= 30 else z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+
+
+def power_table(sds: dict[str, float], students=STUDENTS) -> list[str]:
+    """Markdown: per class size, each SD's (column label -> SD) 95% t-interval half-width ± and the smallest
+    difference a paired t-test finds 4 times in 5 (80% power, two-sided 5%), in the SD's unit."""
+    head = "| students (seeds) | " + " | ".join(sds) + " |"
+    lines = [head, "|---:|" + "---:|" * len(sds)]
+    for n in students:
+        cells = [f"±{t_quantile(n - 1) * sd / math.sqrt(n):.1f} / {detectable(n, sd):.1f}" for sd in sds.values()]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def class_report(study_dir: str, pilots: str | None = None) -> str:
+    from minipods.presets import PRESETS
+
+    preset, m = PRESETS["class"], measured(study_dir)
+    z = class_sizing(m, preset)
+    lines = [f"measured in {study_dir} ({m['evaluations']} evaluations): {m['eval_s_per_q']:.3f} s per question (slowest "
+             f"evaluation {m['eval_s_per_q_max']:.3f}), arm overhead {m['overhead_s']:.1f} s, s/step " +
+             ", ".join(f"{a} {v:.2f}" for a, v in m["step_s"].items()),
+             f"--preset class (budget {preset['budget_s']:.0f} s, grid {preset['eval_every_s']:.0f} s, {preset['eval_limit']} "
+             f"questions): {z['evals']} evaluations per arm; one seed {z['wall_s'] / 60:.1f} min, evaluation "
+             f"{100 * z['eval_share']:.0f}% ({z['wall_s_slowest'] / 60:.1f} min and {100 * z['eval_share_slowest']:.0f}% at "
+             "the slowest evaluation speed); steps bought: " + ", ".join(f"{a} ~{v:.0f}" for a, v in z["steps"].items())
+             + f"; within 30 min while evaluation is at most {z['slack_30min']:.1f}x slower than measured"]
+    own, cut = averaged_diffs(study_dir), averaged_diffs(study_dir, preset["budget_s"])
+    cfg = own["config"]
+    add = eval_noise_sd(cut["level"], preset["eval_limit"], preset["budget_s"], preset["eval_every_s"]) ** 2 - \
+        eval_noise_sd(cut["level"], cfg["eval_limit"], cfg["budget_s"], cfg["eval_every_s"]) ** 2
+    sd = (lambda xs: float(np.std(xs, ddof=1)))
+    sds = {f"final accuracy, {study_dir}: SD {sd(own['final']):.1f} (for comparison)": sd(own["final"]),
+           f"{study_dir} (its budget; post hoc): SD {sd(own['diffs']):.1f}": sd(own["diffs"]),
+           f"{study_dir} cut at {preset['budget_s']:.0f} s (estimate): SD {sd(cut['diffs']):.1f}": sd(cut["diffs"]),
+           f"the same with {preset['eval_limit']} questions' noise (estimate): SD {math.sqrt(sd(cut['diffs']) ** 2 + add):.1f}":
+               math.sqrt(sd(cut["diffs"]) ** 2 + add)}
+    if pilots:
+        pd = averaged_diffs(pilots)["diffs"]
+        sds[f"pilots {pilots}: SD {sd(pd):.1f} over {len(pd)} seeds"] = sd(pd)
+    lines += ["", f"pods_max_variance minus grpo over {len(own['diffs'])} seeds, time-averaged accuracy unless said, in "
+              "points: ± the 95% interval's half-width / the difference found 4 times in 5", *power_table(sds)]
+    return "\n".join(lines)
+
+
 def probe_verdict(run_dir: str) -> str:
     """The probe run's training seconds at step 33 against the pilot's, and whether seeds may run here."""
-    from pathlib import Path
-
     from minipods.checkpoint import RunError, read_log
 
     try:
@@ -174,7 +288,16 @@ def main(argv=None) -> int:
     ap.add_argument("--log-ratios", default=None, help="measured per-seed log(grpo time / pods time), comma-separated "
                                                         "(default: the five-seed study's three)")
     ap.add_argument("--probe", default=None, metavar="DIR", help="read the probe run in DIR (see above) instead")
+    ap.add_argument("--power-table", action="store_true", help="the class study's sizing and power table instead")
+    ap.add_argument("--study", default="studies/laptop10", help="--power-table: the finished study measured")
+    ap.add_argument("--pilots", default=None, help="--power-table: the pilots' merged study (compare --merge)")
     args = ap.parse_args(argv)
+    if args.power_table:
+        try:
+            print(class_report(args.study, args.pilots))
+        except (OSError, ValueError, KeyError) as e:
+            ap.error(f"{type(e).__name__}: {e}")
+        return 0
     if args.probe:
         try:
             print(probe_verdict(args.probe))

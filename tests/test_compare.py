@@ -419,6 +419,8 @@ def test_summary_shows_each_seeds_probe_beside_its_difference(seeds_study, tmp_p
     md = (study / "summary.md").read_text()
     d = {r["arm"]: r for r in _csv(study / "summary.csv")}["grpo"]
     assert "time-averaged accuracy (primary)" in md and "the primary statistic of this study" in md
+    firsts = [line for line in md.splitlines() if line.startswith("- `pods_max_variance` minus")]
+    assert "time-averaged accuracy (primary)" in firsts[0] and "final evaluations" in firsts[-1]  # the primary first
     assert "Per seed, its machine probe (fp32 matmul GFLOP/s, the arms' mean) → `pods_max_variance` minus `grpo`, " \
            "time-averaged: 0: 150 → " in md and ", 1: 50 → " in md
     assert d["averaged_vs_focus_k"] == "2"

@@ -188,3 +188,25 @@ def test_the_laptop_studys_time_averaged_accuracy_is_post_hoc_never_its_primary(
     assert len(lines) >= 4 and "primary)" not in summary and "primary statistic of this study" not in summary
     assert all("(post hoc)" in line for line in lines if line.startswith("- `pods_max_variance` minus"))
     assert "chosen after the ten-seed laptop study's seeds were seen (post hoc), never that study's primary" in summary
+
+
+def test_class_study_sizing_noise_and_power_table():
+    from pathlib import Path
+    D = _script("study_design")
+    m = {"eval_s_per_q": 0.5, "eval_s_per_q_max": 1.0, "overhead_s": 10.0, "step_s": {"grpo": 5.0, "pods_max_variance": 7.5}}
+    z = D.class_sizing(m, {"budget_s": 600.0, "eval_every_s": 150.0, "eval_limit": 64})
+    # 2 arms x 5 evaluations (0, 150, 300, 450, 600 s) x 64 questions x 0.5 s = 320 s; 2 x (600 + 10 + the probe's 4 s)
+    assert (z["evals"], z["eval_s"], z["wall_s"], z["wall_s_slowest"]) == (5, 320, 1228 + 320, 1228 + 640)
+    assert z["steps"] == {"grpo": 120, "pods_max_variance": 80} and z["eval_share"] == pytest.approx(320 / 1548)
+    # the class preset at the laptop study's measured costs keeps the issue's limits, even at its slowest evaluations
+    real = D.class_sizing(D.measured(Path(__file__).resolve().parents[1] / "studies" / "laptop10"), T.PRESETS["class"])
+    assert real["evals"] >= 5 and real["wall_s_slowest"] <= 30 * 60 and real["eval_share_slowest"] <= 0.25
+    assert z["slack_30min"] == pytest.approx((1800 - 1228) / 320)
+    # trapezoid weights over a 4-interval grid: 1/8, 1/4, 1/4, 1/4, 1/8; two arms' binomial noise at 50% on 100 questions
+    assert D.eval_noise_sd(0.5, 100, 4.0, 1.0) == pytest.approx(100 * math.sqrt(2 * (2 / 64 + 3 / 16) * 0.25 / 100))
+    rows = D.power_table({"sd 10": 10.0}, students=(10, 40))
+    assert rows[0] == "| students (seeds) | sd 10 |"
+    half, found = (float(x) for x in rows[2].split("|")[2].strip().lstrip("±").split(" / "))
+    assert half == pytest.approx(2.262 * 10 / math.sqrt(10), abs=0.05) and found == pytest.approx(10.0, abs=0.6)
+    assert rows[3].startswith(f"| 40 | ±{2.023 * 10 / math.sqrt(40):.1f} / ")  # t(39), not the normal's 1.96
+    assert D.t_quantile(39) == pytest.approx(2.0227, abs=5e-4) and D.t_quantile(79) == pytest.approx(1.9905, abs=5e-4)

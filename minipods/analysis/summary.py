@@ -328,10 +328,10 @@ def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "
              else "One training run: every interval here is Newcombe's paired interval on this seed's questions, a "
                   "statement about these questions, not about the arms (run several seeds for that). Accuracies in "
                   "%, differences in points.", ""]
-    for a, d in s["versus"].items():
-        lines.append(f"- `{focus}` minus `{a}`, final evaluations: {format_difference(d)}")
-    for a, d in s["averaged_versus"].items():
-        lines.append(f"- `{focus}` minus `{a}`, time-averaged accuracy ({s['note'][0]}): {format_difference(d)}")
+    fin = [f"- `{focus}` minus `{a}`, final evaluations: {format_difference(d)}" for a, d in s["versus"].items()]
+    avg = [f"- `{focus}` minus `{a}`, time-averaged accuracy ({s['note'][0]}): {format_difference(d)}"
+           for a, d in s["averaged_versus"].items()]
+    lines += avg + fin if s["note"][0] == "primary" else fin + avg  # a primary comes first
     for a, d in s["equal_time"].items():
         lines.append(f"- `{a}` at `{base}`'s training time minus `{base}`'s final: {format_difference(d)}")
     head = (f"| arm | n | m | final acc | learning (first → final) | {focus or '-'} minus arm | "
