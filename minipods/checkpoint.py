@@ -1,7 +1,7 @@
 """Run-folder bookkeeping (not from the paper): checkpoints, RNG states, the metrics log, one process per folder.
 
 docs/training.md ("Outputs") says what each file holds. Every write is atomic or an fsynced append, so a
-kill at any `fault_point` leaves a whole checkpoint; a run folder is data, never code (else `Refused`).
+kill at any point leaves a whole checkpoint; a run folder is data, never code (else `Refused`).
 """
 
 from __future__ import annotations
@@ -24,12 +24,6 @@ from minipods.cli import first_line
 CHECKPOINT, TMP, OLD = "checkpoint", "checkpoint.tmp", "checkpoint.old"
 LOCK_FILE = ".lock"
 EVAL_DIR = "eval"  # OUTPUT_DIR/eval/step_{step:05d}.jsonl: one row per question of each evaluation
-FAULT_HOOK = None  # tests set a callable(name) that may raise, to simulate a kill at that point
-
-
-def fault_point(name: str) -> None:
-    if FAULT_HOOK is not None:
-        FAULT_HOOK(name)
 
 
 class RunError(ValueError):
@@ -100,16 +94,20 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _write_file(path: Path, data: bytes, mode: str = "wb") -> None:
+    """Write (or with mode "ab" append) `data`, durable on return: every file this module writes itself."""
+    with open(path, mode) as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` all at once (temp file, fsync, rename)."""
+    """Replace `path` with `text` all at once (temp file, fsync, rename: a kill leaves the old file or none)."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     try:
-        with tmp.open("w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        fault_point("write_atomic")  # a kill here leaves the old file (or none) in place
+        _write_file(tmp, text.encode())
         os.replace(tmp, path)
     except OSError:  # a full disk: give the space of the half-written copy back
         tmp.unlink(missing_ok=True)
@@ -119,12 +117,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 def append_row(path: Path, row: dict) -> None:
     """Append one JSON line, durable on return (a kill mid-write leaves a torn line: `read_log` drops it)."""
-    line = json.dumps(row) + "\n"
-    fault_point("append_row")
-    with Path(path).open("a") as f:
-        f.write(line)
-        f.flush()
-        os.fsync(f.fileno())
+    _write_file(Path(path), (json.dumps(row) + "\n").encode(), "ab")
 
 
 def read_log(path: Path, drop_torn_tail: bool = True) -> list[dict]:
@@ -217,9 +210,7 @@ def save_adapter(out: Path, model) -> Path:
     final, tmp = Path(out) / "adapter", Path(out) / "adapter.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        fault_point("adapter:start")
         _save_adapter_files(model, tmp)
-        fault_point("adapter:files")
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
     except OSError:  # a full disk: give the space of the half-written copy back
@@ -240,31 +231,24 @@ def save_checkpoint(out: Path, model, optimizer, state: dict, scaler=None) -> Pa
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp.mkdir(parents=True)
-        fault_point("save:start")
         _save_adapter_files(model, tmp / "adapter")
-        fault_point("save:adapter")
         buf = io.BytesIO()  # torch.save to a file reports a full disk as a RuntimeError; open() as OSError
         torch.save({"optimizer": optimizer.state_dict(), "rng": rng_state(), "scaler": scaler.state_dict() if scaler else {}},
                    buf)
-        (tmp / "trainer.pt").write_bytes(buf.getvalue())  # fsynced with the other files below
-        fault_point("save:trainer")
-        (tmp / "state.json").write_text(json.dumps(state, indent=1))  # written last: marks the folder whole
-        for f in [*tmp.rglob("*")]:
-            if f.is_file():
-                with f.open("rb+") as fh:
-                    os.fsync(fh.fileno())
+        _write_file(tmp / "trainer.pt", buf.getvalue())
+        _write_file(tmp / "state.json", json.dumps(state, indent=1).encode())  # written last: marks the folder whole
+        for f in [f for f in (tmp / "adapter").rglob("*") if f.is_file()]:  # save_pretrained's files
+            with f.open("rb+") as fh:
+                os.fsync(fh.fileno())
         _fsync_dir(tmp)
-        fault_point("save:files")
         if final.exists():
             shutil.rmtree(old, ignore_errors=True)
             os.replace(final, old)
-            fault_point("save:moved_old")
         os.replace(tmp, final)
     except OSError:  # a full disk: give the space back; the previous checkpoint (or .old) is whole
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     _fsync_dir(out)
-    fault_point("save:swapped")
     shutil.rmtree(old, ignore_errors=True)
     return final
 

@@ -1,13 +1,13 @@
 """No run is ever lost: kills at any point, torn files, damaged checkpoints, two processes, bad paths.
 
-A "kill" is simulated in-process by a `checkpoint.FAULT_HOOK` that raises a BaseException (not
-KeyboardInterrupt, so nothing is saved on the way out, as with SIGKILL) at the k-th fault point of a
-run: inside a step, inside the metrics append (a torn line), between the file writes of a checkpoint
-and between its renames. After each kill the same command runs again with --resume on a freshly built
-model (what survives is only what is on disk), and the end result must equal an uninterrupted run.
+A "kill" is simulated in-process at a write point of a run (conftest.WritePoints: the package's own writes
+and renames, reached by patching): a BaseException (not KeyboardInterrupt, so nothing is saved on the way
+out, as with SIGKILL) half-way through a file write (a torn file), before or after a rename, as an adapter
+save starts, or in a step after its rollouts or its update. After each kill the same command runs again with
+--resume on a freshly built model (what survives is only what is on disk), and the end result must equal an
+uninterrupted run.
 """
 
-import itertools
 import json
 import math
 import os
@@ -19,6 +19,7 @@ import textwrap
 
 import pytest
 import torch
+from conftest import Kill, first_last_and_sample
 
 import minipods.train as T
 from minipods import checkpoint as ck
@@ -29,14 +30,15 @@ from minipods.checkpoint import RunError, eval_steps, read_log
 from minipods.twins.tiny import tiny_policy
 
 TIMING = {"rollout_s", "update_s", "step_s", "elapsed_s", "tokens_per_s", "peak_mem_mb", "eval_s"}
-
-
-class Kill(BaseException):
-    """A simulated hard kill (SIGKILL, power cut): no handler runs."""
+# every kind of point a run passes (3 steps, checkpoints at 2 and 3, evaluations at 0, 2 and 3)
+POINTS = {"step:rollouts", "step:update", "append:torn", "atomic:torn", "rename atomic:before",
+          "adapter checkpoint:start", "trainer.pt:torn", "state.json:torn", "rename checkpoint.old:before",
+          "rename checkpoint.old:after", "rename checkpoint:before", "rename checkpoint:after",
+          "adapter final:start", "rename adapter:before", "rename adapter:after"}
 
 
 def tiny_cfg(out, **kw):
-    base = dict(data="synthetic", n=4, m=2, prompts_per_step=2, max_new_tokens=8, max_steps=5, save_every=2,
+    base = dict(data="synthetic", n=4, m=2, prompts_per_step=2, max_new_tokens=8, max_steps=3, save_every=2,
                 lr=5e-2, lora_r=4, lora_alpha=8, max_grad_norm=1.0, temperature=1.5, micro_batch_size=2,
                 eval_every=2, eval_limit=2, eval_max_new_tokens=4, output_dir=str(out), progress=False, seed=0)
     base.update(kw)
@@ -53,58 +55,43 @@ def strip(rows):
     return [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
 
 
-def kill_at(k: int, kind: str | None = None):
-    """A fault hook that kills at the k-th fault point it sees (of `kind`, if given)."""
-    seen = itertools.count(1)
-
-    def hook(name):
-        if (kind is None or name == kind) and next(seen) == k:
-            raise Kill(name)
-    return hook
-
-
-@pytest.fixture
-def no_faults():
-    yield
-    ck.FAULT_HOOK = None
-
-
 def adapter_of(model):
     return {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" in n}
 
 
-def test_seeded_kills_anywhere_then_resume_equal_an_uninterrupted_run(tmp_path, no_faults):
-    names = []
-    ck.FAULT_HOOK = names.append  # count the fault points of a whole run
+def test_kills_anywhere_then_resume_equal_an_uninterrupted_run(tmp_path, write_points):
     full_model = run(tiny_cfg(tmp_path / "full"))
-    ck.FAULT_HOOK = None
+    names = list(write_points.seen)
     full = read_rows(tmp_path / "full")
-    assert {"step:rollouts", "step:update", "append_row", "save:adapter", "save:trainer", "save:files",
-            "save:moved_old", "save:swapped", "write_atomic"} <= set(names)
+    assert set(names) == POINTS
 
-    # For every kind of fault point: a fresh run killed at a seeded random occurrence of that kind,
-    # resumed and killed again at a seeded random point of any kind, then resumed to the end.
+    # A fresh run killed at each kind of point (a step's two: first and last occurrence; a write point's: the
+    # first or the last, seeded: test_disk_full sweeps both) and at two seeded points in between, resumed and
+    # killed again at a seeded point of any kind, then resumed to the end.
     rng = random.Random(1234)
-    kinds = sorted(set(names))
-    for kind in kinds:
-        out = tmp_path / kind.replace(":", "_")
-        ck.FAULT_HOOK = kill_at(rng.randint(1, names.count(kind)), kind)
+    cases = [(kind, k) for kind, k in first_last_and_sample(names, 1234, 2) if kind.startswith("step:")]
+    cases += [(kind, rng.choice(sorted({1, names.count(kind)}))) for kind in sorted(POINTS) if not kind.startswith("step:")]
+    cases += rng.sample([(kind, k) for kind in sorted(POINTS) for k in range(2, names.count(kind))], 2)
+    for i, (kind, k) in enumerate(cases):
+        out = tmp_path / str(i)
+        write_points.watch(kind, k, Kill(kind))
         with pytest.raises(Kill, match=kind):  # a fresh run meets the same points as the full one
             run(tiny_cfg(out))
-        ck.FAULT_HOOK = kill_at(rng.randint(1, len(names) // 2))
+        write_points.watch(None, rng.randint(1, len(names) // 2), Kill("again"))
         try:
             run(tiny_cfg(out, resume=True))
         except Kill:
             pass
-        ck.FAULT_HOOK = None
+        write_points.watch()
         model = run(tiny_cfg(out, resume=True))
-        assert strip(read_rows(out)) == strip(full), kind
+        where = f"{kind} #{k}"
+        assert strip(read_rows(out)) == strip(full), where
         # one per-question file per evaluation, each whole and equal to the uninterrupted run's
-        assert eval_steps(out) == eval_steps(tmp_path / "full") == [0, 2, 4, 5], kind
-        assert all(read_eval(out, k) == read_eval(tmp_path / "full", k) for k in (0, 2, 4, 5)), kind
+        assert eval_steps(out) == eval_steps(tmp_path / "full") == [0, 2, 3], where
+        assert all(read_eval(out, s) == read_eval(tmp_path / "full", s) for s in (0, 2, 3)), where
         got, want = adapter_of(model), adapter_of(full_model)
-        assert all(torch.equal(got[n], want[n]) for n in want), kind
-        assert json.loads((out / "checkpoint" / "state.json").read_text())["step"] == 5
+        assert all(torch.equal(got[n], want[n]) for n in want), where
+        assert json.loads((out / "checkpoint" / "state.json").read_text())["step"] == 3
 
 
 def test_torn_last_line_is_dropped_on_resume_and_nothing_else(tmp_path):
@@ -215,29 +202,26 @@ def test_all_equal_groups_get_exactly_zero_advantage():
     assert mixed[2] > 0 > mixed[0]
 
 
-def test_compare_survives_kills_anywhere(tmp_path, no_faults):
+def test_compare_survives_kills_anywhere(tmp_path, write_points):
     cfg = dict(data="synthetic", n=4, m=2, prompts_per_step=2, max_new_tokens=6, max_prompt_tokens=48, max_steps=3,
                eval_every=2, eval_limit=2, eval_max_new_tokens=4, save_every=2, device="cpu", progress=False)
 
     def factory(c):
         return tiny_policy(seed=0)
 
-    names = []
-    ck.FAULT_HOOK = names.append
     compare.run_comparison(tmp_path / "full", model_factory=factory, log=lambda *a: None, **cfg)
-    ck.FAULT_HOOK = None
+    names = list(write_points.seen)
     rng = random.Random(7)
     kills = 0
     for _ in range(8):
-        ck.FAULT_HOOK = kill_at(rng.randint(1, len(names)))
+        write_points.watch(None, rng.randint(1, len(names) // 2), Kill("compare"))
         try:
             compare.run_comparison(tmp_path / "cut", model_factory=factory, log=lambda *a: None, **cfg)
             break
         except Kill:
             kills += 1
-        finally:
-            ck.FAULT_HOOK = None
     else:
+        write_points.watch()
         compare.run_comparison(tmp_path / "cut", model_factory=factory, log=lambda *a: None, **cfg)
     assert kills >= 3
     for arm in ("grpo", "pods_max_variance"):
@@ -246,36 +230,36 @@ def test_compare_survives_kills_anywhere(tmp_path, no_faults):
     assert (tmp_path / "cut" / "summary.md").is_file()
 
 
-def test_evaluate_rows_are_written_whole_or_not_at_all(tmp_path, no_faults):
+def test_evaluate_rows_are_written_whole_or_not_at_all(tmp_path, write_points):
     from minipods.evaluate import write_rows
 
     p = tmp_path / "eval.jsonl"
     write_rows(p, [{"index": 0, "correct": 1}])
-    ck.FAULT_HOOK = kill_at(1)
-    with pytest.raises(Kill):
-        write_rows(p, [{"index": i, "correct": 0} for i in range(100)])
-    ck.FAULT_HOOK = None
-    assert read_log(p) == [{"index": 0, "correct": 1}]  # the old file, whole
+    for point in ("atomic:torn", "rename atomic:before"):
+        write_points.watch(point, 1, Kill(point))
+        with pytest.raises(Kill):
+            write_rows(p, [{"index": i, "correct": 0} for i in range(100)])
+        assert read_log(p) == [{"index": 0, "correct": 1}]  # the old file, whole
 
 
 @pytest.mark.slow
-def test_real_model_killed_and_resumed_equals_the_uninterrupted_run(tmp_path, no_faults):
-    """The --small preset on SmolLM2 itself (fast engine, the threads torch picks): 2 steps straight,
-    against the same run killed in step 2's update and resumed. Every metric and the final adapter
-    must agree bit for bit; the straight run also repeats steps in one process on several threads,
-    which the shared-prompt update's old index backward did not survive. The one place the suite
-    trains SmolLM2: the straight run's rows, config and adapter are checked as an end-to-end run."""
+def test_real_model_killed_and_resumed_equals_the_uninterrupted_run(tmp_path, write_points):
+    """The --small preset on SmolLM2 itself (fast engine, the threads torch picks; shorter steps): 2 steps
+    straight, against the same run killed after step 2's update and resumed. Every metric and the final adapter
+    must agree bit for bit; the straight run also repeats steps in one process on several threads, which the
+    shared-prompt update's old index backward did not survive. The one place the suite trains SmolLM2: the
+    straight run's rows, config and adapter are checked as an end-to-end run."""
     from safetensors.torch import load_file
 
     def cfg(out, **kw):
-        return T.make_config("small", max_steps=2, eval_every=0, save_every=1, output_dir=str(out),
-                             progress=False, **kw)
+        return T.make_config("small", max_steps=2, eval_every=0, save_every=1, output_dir=str(out), progress=False,
+                             n=4, m=2, prompts_per_step=2, max_new_tokens=24, **kw)
 
     T.train(cfg(tmp_path / "full"))
-    ck.FAULT_HOOK = kill_at(2, "step:update")
+    write_points.watch("step:update", 2, Kill("step 2"))
     with pytest.raises(Kill):
         T.train(cfg(tmp_path / "cut"))
-    ck.FAULT_HOOK = None
+    write_points.watch()
     T.train(cfg(tmp_path / "cut", resume=True))
     full, cut = read_rows(tmp_path / "full"), read_rows(tmp_path / "cut")
     assert [r["step"] for r in full] == [1, 2] and strip(cut) == strip(full)
