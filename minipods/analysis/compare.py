@@ -195,12 +195,10 @@ def machine_record(cfg: TrainConfig) -> dict:
     time-budgeted arm, the CPU's probe at its start (matmul and memory speed: what the budget buys)."""
     import torch
 
-    rec = {"cpu": cpu_name(), "threads": torch.get_num_threads(),
-           "host": hashlib.sha256(platform.node().encode()).hexdigest()[:8]}
-    if cfg.budget_s:
-        from minipods.measure.speed import machine_limits
-        rec["probe"] = {k: round(v, 4) for k, v in machine_limits().items() if k in ("fp32_tflops", "mem_gbs")}
-    return rec
+    from minipods.measure.speed import machine_limits
+    lim = machine_limits() if cfg.budget_s else {}
+    return {"cpu": cpu_name(), "threads": torch.get_num_threads(), "host": hashlib.sha256(platform.node().encode()).hexdigest()[:8],
+            **({"probe": {k: round(lim[k], 4) for k in ("fp32_tflops", "mem_gbs")}} if lim else {})}
 
 
 def cpu_name() -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from minipods.analysis.stats import mean_interval
 from minipods.analysis.summary import Point
-from minipods.checkpoint import eval_path, eval_steps, read_log
+from minipods.checkpoint import RunError, eval_path, eval_steps, read_log
 
 COMPARISON_FILE = "comparison.json"  # written by minipods.compare: arm order, baseline, seeds, sweep
 DONE = "DONE"  # written by minipods.compare in a finished arm's folder: its last step and machine
@@ -22,9 +22,16 @@ def read_rows(run_dir: str | Path) -> list[dict]:
     return read_log(Path(run_dir) / "metrics.jsonl")
 
 
+def read_json(path: str | Path) -> dict:
+    """A JSON file ({} when there is none); a damaged one raises RunError naming it."""
+    try:
+        return json.loads(Path(path).read_text()) if Path(path).is_file() else {}
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise RunError(f"{path} is not valid JSON (a damaged file)") from None
+
+
 def read_config(run_dir: str | Path) -> dict:
-    path = Path(run_dir) / "config.json"
-    return json.loads(path.read_text()) if path.is_file() else {}
+    return read_json(Path(run_dir) / "config.json")
 
 
 def read_eval(run_dir: str | Path, step: int) -> list[dict]:
@@ -56,8 +63,7 @@ def read_points(run_dir: str | Path) -> list[Point]:
 
 
 def read_done(run_dir: str | Path) -> dict:
-    path = Path(run_dir) / DONE
-    return json.loads(path.read_text()) if path.is_file() else {}
+    return read_json(Path(run_dir) / DONE)
 
 
 def machine(dirs: dict[str, Path]) -> dict:

@@ -17,6 +17,8 @@ import statistics
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
+
 from minipods.analysis.stats import mean_interval, paired_difference, ratio_interval, sign_flip_p, t975
 
 BASELINE = "grpo"  # whose plateau is the target (paper: vanilla GRPO)
@@ -85,18 +87,11 @@ def time_averaged(points: list[Point], budget_s: float) -> float:
     step end at or after its budget, so its last evaluation is a little late) and later ones are ignored;
     a curve ending before the budget holds its last value, one starting after 0 s its first (budget 0: the
     first value). Uses every evaluation; no target, grid or censoring."""
-    xs = [(0.0, points[0].accuracy)] + [(p.seconds, p.accuracy) for p in points]
     if budget_s <= 0:
-        return xs[0][1]
-    xs.append((max(budget_s, xs[-1][0]), xs[-1][1]))  # hold the last value (a no-op segment otherwise)
-    area = 0.0
-    for (t0, y0), (t1, y1) in zip(xs, xs[1:]):
-        if t1 > budget_s:  # the segment that crosses the budget: cut it there
-            t1, y1 = budget_s, y0 + (y1 - y0) * (budget_s - t0) / (t1 - t0)
-        area += (t1 - t0) * (y0 + y1) / 2
-        if t1 >= budget_s:
-            break
-    return area / budget_s
+        return points[0].accuracy
+    ts = sorted({0.0, budget_s} | {p.seconds for p in points if p.seconds < budget_s})
+    ys = np.interp(ts, [p.seconds for p in points], [p.accuracy for p in points])  # beyond the ends: the end values
+    return float(np.sum(np.diff(ts) * (ys[1:] + ys[:-1]) / 2) / budget_s)
 
 
 def _reach(points: list[Point], level: float) -> Point | None:
@@ -243,8 +238,12 @@ def _time_cell(t: dict, baseline: str, arm: str, unit: str) -> tuple[str, str]:
     sp = r["speedup"]
     if arm == baseline or sp["ratio"] is None:
         return time, "-"
-    ci = f" [{sp['lo']:.2f}, {sp['hi']:.2f}]" if sp["lo"] is not None else ""
-    return time, f"{'≤' if r['censored'] else ''}{sp['ratio']:.2f}x{ci} ({sp['k']}/{r['of']} seeds, {r['censored']} censored)"
+    return time, f"{speedup_text(sp, r['censored'])} ({sp['k']}/{r['of']} seeds, {r['censored']} censored)"
+
+
+def speedup_text(sp: dict, censored: int = 0) -> str:
+    """A ratio_interval as '1.23x [0.90, 1.70]'; `≤` first when censored seeds entered at their bound."""
+    return f"{'≤' * bool(censored)}{sp['ratio']:.2f}x" + (f" [{sp['lo']:.2f}, {sp['hi']:.2f}]" if sp["lo"] is not None else "")
 
 
 def _time_lines(s: dict, unit: str) -> list[str]:
@@ -375,21 +374,16 @@ def _averaged_lines(s: dict, unit: str) -> list[str]:
 
 
 def _machine_lines(s: dict) -> list[str]:
-    """The machines (CPU, threads) and the seeds each ran; with a probe, each seed's beside its difference."""
+    """The machines (CPU, threads) with the seeds each ran; each seed's probe beside its time-averaged difference."""
     by: dict[str, list] = {}
     for seed, m in s["machines"].items():
-        by.setdefault(m["name"], []).append(seed)
-    if not by:
-        return []
-    lines = ["Machines (a seed's arms ran on one): " + "; ".join(f"{n}: seed{'s' * (len(v) > 1)} "
-                                                                 f"{', '.join(map(str, v))}" for n, v in by.items()) + "."]
-    d = s["averaged_versus"].get(s["baseline"])
-    probed = [(seed, m["gflops"]) for seed, m in s["machines"].items() if m.get("gflops") and d and seed in d["per_seed"]]
-    if probed:
-        lines.append(f"Per seed, its machine probe (fp32 matmul GFLOP/s, the arms' mean) → `{s['focus']}` minus "
-                     f"`{s['baseline']}`, time-averaged: " + ", ".join(
-                         f"{seed}: {g:.0f} → {_pts(d['per_seed'][seed]['diff'])}" for seed, g in probed) + ".")
-    return lines + [""]
+        by.setdefault(m["name"], []).append(str(seed))
+    d = s["averaged_versus"].get(s["baseline"]) or {"per_seed": {}}
+    probed = [f"{seed}: {m['gflops']:.0f} → {_pts(d['per_seed'][seed]['diff'])}" for seed, m in s["machines"].items()
+              if m["gflops"] and seed in d["per_seed"]]
+    return (["Machines (a seed's arms ran on one): " + "; ".join(f"{n}: seeds {', '.join(v)}" for n, v in by.items()) + "."]
+            + ([f"Per seed, its machine probe (fp32 matmul GFLOP/s, the arms' mean) → `{s['focus']}` minus `{s['baseline']}`, "
+                "time-averaged: " + ", ".join(probed) + "."] if probed else []) + [""] if by else [])
 
 
 def _csv_row(s: dict, a: str, configs: dict) -> dict:
