@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from minipods.analysis.stats import t975
+from minipods.stats import t975
 from minipods.presets import LAPTOP_BUDGET_S, LAPTOP_EVAL_EVERY_S, LAPTOP_EVAL_LIMIT
 
 # docs/results.md, the five-seed study of `compare --small` (4 prompts per step, idle 2-core EPYC):

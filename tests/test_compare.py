@@ -14,7 +14,7 @@ import pytest
 from minipods import evaluate
 from minipods import train as train_mod
 from minipods.analysis import compare, plots, results
-from minipods.analysis.stats import mcnemar_p, paired_difference
+from minipods.stats import mcnemar_p, paired_difference
 from minipods.twins.tiny import tiny_policy
 
 TINY = dict(data="synthetic", n=4, m=2, prompts_per_step=2, max_new_tokens=6, max_prompt_tokens=48, max_steps=3,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from minipods.analysis import plots
-from minipods.analysis.stats import wilson_interval
+from minipods.stats import wilson_interval
 from minipods.analysis.summary import Point
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

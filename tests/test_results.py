@@ -10,7 +10,7 @@ import statistics
 import pytest
 
 from minipods.analysis import plots, results
-from minipods.analysis.stats import paired_difference
+from minipods.stats import paired_difference
 from minipods.analysis.summary import (FINAL, LEARNING, Point, difference, format_difference, resolvable,
                                        summarize_study, summary_lines, time_averaged, write_summary)
 from minipods.checkpoint import eval_path

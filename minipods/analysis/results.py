@@ -9,7 +9,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from minipods.analysis.stats import mean_interval
+from minipods.stats import mean_interval
 from minipods.analysis.summary import Point
 from minipods.checkpoint import RunError, eval_path, eval_steps, read_log
 

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from minipods.analysis.stats import mean_interval, paired_difference, ratio_interval, sign_flip_p, t975
+from minipods.stats import mean_interval, paired_difference, ratio_interval, sign_flip_p, t975
 
 BASELINE = "grpo"  # whose plateau is the target (paper: vanilla GRPO)
 FOCUS = "pods_max_variance"  # the arm compared with every other one (the paper's PODS)
