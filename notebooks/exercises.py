@@ -895,7 +895,7 @@ def _seed_study(rng, k: int, equal_diffs: bool = False) -> dict:
     The check compares with minipods' `mean_interval` on random studies of 2 to 10 seeds.
     """, '''
     import math
-    from minipods.analysis.stats import t975  # Student's t, two-sided 95%, for df degrees of freedom
+    from minipods.stats import t975  # Student's t, two-sided 95%, for df degrees of freedom
 
     def seed_interval(per_seed):
         """per_seed: {seed: (grpo, pods)}, each a list of 0/1 per question of that seed. Returns (mean, lo, hi): the
@@ -1058,7 +1058,7 @@ def _j_05_4(answer):
     """, '''
     floor_prediction = None  # your prediction: the smallest possible sign-flip p with 5 seeds
     ''', '''
-    from minipods.analysis.stats import sign_flip_p
+    from minipods.stats import sign_flip_p
 
     for k in (3, 5, 10):
         print(f"{k:2d} seeds all +1 point: p = {sign_flip_p([0.01 * (i + 1) for i in range(k)]):.4f}")

@@ -2,7 +2,7 @@
 
 import math
 
-from minipods.analysis.stats import t975
+from minipods.stats import t975
 
 
 def seed_interval(per_seed):
