@@ -170,11 +170,8 @@ def _rng(seed: int):
 
 
 def _stats():
-    """mean_interval and sign_flip_p from the core's statistics module (or analysis.stats before it moved)."""
-    try:
-        from minipods import stats
-    except ImportError:
-        from minipods.analysis import stats
+    """minipods.stats (mean_interval, sign_flip_p, t975), imported when a check needs it."""
+    from minipods import stats
     return stats
 
 
