@@ -1,8 +1,7 @@
 """Evaluation: batched accuracy on GSM8K test questions (`python -m minipods.evaluate`).
 
 Paper: GSM8K test accuracy, sampled at temperature 0.9 and averaged over repeats (here `samples=k`);
-minipods defaults to greedy decoding. Not from the paper: two evaluations on the same questions are
-compared question by question (`paired_difference`: Newcombe's interval, exact McNemar p-value).
+minipods defaults to greedy decoding; minipods.stats compares two evaluations question by question.
 """
 
 from __future__ import annotations
@@ -22,6 +21,8 @@ from minipods.data import DataNotFoundError, build_prompt, check_level, load_tas
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.model import DEFAULT_MODEL, QUANTIZE, ModelNotFoundError, load_policy, resolve_model
 from minipods.rewards import extract_answer, is_full_format, score_completions, strict_correct
+from minipods.stats import wilson_interval
+from minipods.twins import arch as _twins  # noqa: F401  (registers the random: model names)
 
 
 def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 256, batch_size: int = 32,
@@ -70,61 +71,6 @@ def evaluate_to_file(model, tokenizer, items: list[dict], path: str | Path, **kw
                        "strict": int(r["strict"])} for i, r in enumerate(res["rows"])])
     return {"eval_accuracy": res["accuracy"], "eval_strict_accuracy": res["strict_accuracy"],
             "eval_format_rate": res["format_rate"], "eval_s": res["seconds"], "eval_n": res["n"]}
-
-
-# ---------------------------------------------------------------- intervals
-def wilson_interval(k: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of one accuracy k/n (well behaved at 0 and 1)."""
-    if n == 0:
-        return (0.0, 0.0)
-    p, d = k / n, 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) / d
-    return (max(0.0, c - h), min(1.0, c + h))
-
-
-def mcnemar_p(a_only: int, b_only: int) -> float:
-    """Exact two-sided McNemar p-value: 2 P(X <= min) for X ~ Binomial(a_only + b_only, 1/2), at most 1."""
-    d, k = a_only + b_only, min(a_only, b_only)
-    return 1.0 if d == 0 else min(1.0, 2 * sum(math.comb(d, j) for j in range(k + 1)) / 2 ** d)
-
-
-def newcombe_paired(both: int, first_only: int, second_only: int, neither: int,
-                    z: float = 1.96) -> tuple[float, float]:
-    """Newcombe's hybrid score interval (Stat Med 1998, method 10) for p1 - p2 on the same questions: the
-    two Wilson intervals combined with phi, the paired outcomes' correlation (numerator reduced by N / 2
-    towards 0; 0 when a margin is empty). Not [0, 0] when no question is discordant."""
-    n = both + first_only + second_only + neither
-    p1, p2 = (both + first_only) / n, (both + second_only) / n
-    l1, u1 = wilson_interval(both + first_only, n, z)
-    l2, u2 = wilson_interval(both + second_only, n, z)
-    margins = (both + first_only) * (second_only + neither) * (both + second_only) * (first_only + neither)
-    num = both * neither - first_only * second_only
-    num = num - n / 2 if num > n / 2 else (0.0 if num >= 0 else num)
-    phi = num / math.sqrt(margins) if margins else 0.0
-    d = p1 - p2
-    lo = d - math.sqrt(max((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2, 0.0))
-    hi = d + math.sqrt(max((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2, 0.0))
-    return (max(-1.0, lo), min(1.0, hi))
-
-
-def paired_difference(correct_a: list, correct_b: list, z: float = 1.96) -> dict:
-    """b's accuracy minus a's on the same questions (0/1 each): n, acc_a, acc_b, diff, ci95, p, a_only, b_only."""
-    if len(correct_a) != len(correct_b):
-        raise ValueError(f"paired_difference needs the same questions: {len(correct_a)} vs {len(correct_b)} results")
-    if any(float(x) not in (0.0, 1.0) for x in list(correct_a) + list(correct_b)):
-        raise ValueError("paired_difference needs 0/1 correctness per question")
-    a, b = [int(x) for x in correct_a], [int(x) for x in correct_b]
-    n = len(a)
-    a_only = sum(x > y for x, y in zip(a, b))
-    b_only = sum(y > x for x, y in zip(a, b))
-    if n == 0:
-        return {"n": 0, "acc_a": None, "acc_b": None, "diff": None, "ci95": (None, None), "p": None,
-                "a_only": 0, "b_only": 0}
-    both = sum(x and y for x, y in zip(a, b))
-    return {"n": n, "acc_a": sum(a) / n, "acc_b": sum(b) / n, "diff": (b_only - a_only) / n,
-            "ci95": newcombe_paired(both, b_only, a_only, n - both - a_only - b_only, z),
-            "p": mcnemar_p(a_only, b_only), "a_only": a_only, "b_only": b_only}
 
 
 # ---------------------------------------------------------------- CLI: python -m minipods.evaluate

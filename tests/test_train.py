@@ -91,7 +91,7 @@ def test_the_run_ends_with_the_paired_line_of_its_first_and_last_evaluation(tmp_
     the last evaluation 5 of 8, with 1 question lost and 4 gained. The printed line is checked
     against those counts: swapped evaluations, or the wrong pair, would print other numbers."""
     from minipods import evaluate
-    from minipods.analysis.stats import newcombe_paired
+    from minipods.stats import newcombe_paired
 
     by_call = iter([[1, 0, 0, 0, 1, 0, 0, 0], [1, 1, 1, 0, 0, 1, 1, 0]])
 

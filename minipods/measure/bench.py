@@ -80,6 +80,7 @@ def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, lo
 
     from minipods.data import build_prompt, synthetic_problems
     from minipods.model import default_device, load_policy
+    from minipods.twins import arch as _twins  # noqa: F401  (registers the random: model names)
     validate(cfg, parts)
     parts = [p for p in PARTS if p in parts]  # fixed order: rollout feeds update and logprob
     if cfg.threads:  # 0: torch's default

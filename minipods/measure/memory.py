@@ -16,7 +16,8 @@ from pathlib import Path
 
 import torch
 
-from minipods.model import cuda_device, on_cuda, peak_mb, reset_peak  # noqa: F401  (re-exported: the process-wide peak)
+from minipods.memory import on_cuda, peak_mb, reset_peak  # noqa: F401  (re-exported: the process-wide peak)
+from minipods.model import cuda_device
 
 RESULT_TAG = "MINIPODS_WORKER_RESULT "  # the worker's result line on stdout
 MIB = 2 ** 20

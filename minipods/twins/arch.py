@@ -5,11 +5,11 @@ byte-level tokenizer, built offline, to measure the paper's Qwen2.5-3B recipe (m
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import torch
+
+from minipods.model import MODEL_SOURCES, build_folder
 
 TWIN_PREFIX = "random:"
 # Fields of the public config.json files (https://huggingface.co/<id>/blob/main/config.json), sizes aside.
@@ -104,40 +104,32 @@ def build_twin(spec: str, device: str | None = None, dtype: torch.dtype = torch.
     cfg.bos_token_id, cfg.eos_token_id, cfg.pad_token_id = None, tok.eos_token_id, tok.pad_token_id
     if cfg.vocab_size < len(tok):
         raise UnknownTwinError(f"a twin's vocab must hold its tokenizer's {len(tok)} ids, got {cfg.vocab_size}")
-    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dev = torch.device(device if device not in (None, "auto") else "cuda" if torch.cuda.is_available() else "cpu")
+    if dev.type == "cuda" and dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
     # seeded, leaving the caller's RNG as it was (a run must not depend on whether the twin was cached)
-    with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []), dev:
+    with torch.random.fork_rng(devices=[dev.index] if dev.type == "cuda" else []), dev:
         torch.manual_seed(TWIN_SEED)
         model = AutoModelForCausalLM.from_config(cfg, dtype=dtype)  # generation_config: cfg's pad and eos
     return model, tok
 
 
-def build_folder(dest: Path, fill) -> Path:
-    """HF folder `dest`, made once by `fill(tmp)` in a temporary sibling, then renamed (no half folder)."""
-    if (dest / "config.json").is_file():
-        return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".tmp", dir=dest.parent))
-    try:
-        fill(tmp)
-        os.replace(tmp, dest) if not dest.exists() else shutil.rmtree(tmp)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return dest
-
-
-def twin_folder(spec: str, root: str | os.PathLike) -> Path:
-    """The twin as an HF folder under `root`, built once, so `from_pretrained` (and 4-bit loading) opens it."""
+def twin_folder(spec: str, root: str | os.PathLike, device: str | None = None) -> Path:
+    """The twin as an HF folder under `root`, built once (on `device`), so `from_pretrained` opens it."""
     hub_id, shrink = parse_twin(spec)
     name = hub_id.replace("/", "--") + "".join(f"-{k}{v}" for k, v in sorted(shrink.items()))
 
     def fill(tmp: Path) -> None:
-        model, tok = build_twin(spec)
+        model, tok = build_twin(spec, device)
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
+        on = next(model.parameters()).device
         del model
-        if torch.cuda.is_available():  # built there, but not part of any measurement: forget its memory and peak
+        if on.type == "cuda":  # built there, but not part of any measurement: forget its memory and peak
             torch.cuda.empty_cache()
-            torch.cuda.reset_peak_memory_stats()
+            torch.cuda.reset_peak_memory_stats(on)
     return build_folder(Path(root) / f"{name}-seed{TWIN_SEED}", fill)
+
+
+# `--model random:<hub id>`: model.resolve_model builds it under MINIPODS_CACHE/twins
+MODEL_SOURCES[TWIN_PREFIX] = lambda spec, cache, device: twin_folder(spec, cache / "twins", device)
