@@ -27,10 +27,13 @@ from minipods.twins import arch as _twins  # noqa: F401  (registers the random: 
 
 def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 256, batch_size: int = 32,
                    samples: int = 1, temperature: float = 0.0, max_prompt_tokens: int | None = None,
-                   progress: bool = False, fast: bool = True) -> dict:
+                   progress: bool = False, fast: bool = True, what: str = "held-out questions") -> dict:
     """Accuracy of `model` on `items` ({question, gold}), greedy when temperature == 0: accuracy (lenient) and
     strict_accuracy, with ci95 / strict_ci95, format_rate, seconds, tokens, and per-question `rows` (question,
-    gold, completions, extracted, correct, strict). batch_size bounds memory (greedy results do not depend on it)."""
+    gold, completions, extracted, correct, strict). batch_size bounds memory (greedy results do not depend on it).
+    progress: one bar, "evaluating N `what`"."""
+    from tqdm.auto import tqdm
+
     if not items:
         raise ValueError("no evaluation items")
     greedy = temperature <= 0
@@ -40,11 +43,15 @@ def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 25
     generate = fast_generate_rollouts if fast else rollouts.generate_rollouts
     texts, seconds, tokens = [], 0.0, 0
     per_call = max(1, batch_size // samples)  # questions per call: at most batch_size sequences in flight
+    bar = tqdm(total=len(items), desc=f"evaluating {len(items)} {what}", unit="question", disable=not progress,
+               leave=False)
     for s in range(0, len(prompts), per_call):
         ro = generate(model, tokenizer, prompts[s:s + per_call], samples, max_new_tokens=max_new_tokens,
                       temperature=temperature if not greedy else 1.0, do_sample=not greedy,
-                      batch_size=batch_size, max_prompt_tokens=max_prompt_tokens, progress=progress)
+                      batch_size=batch_size, max_prompt_tokens=max_prompt_tokens)
         texts, seconds, tokens = texts + ro.texts, seconds + ro.seconds, tokens + ro.num_tokens
+        bar.update(len(ro) // samples)
+    bar.close()
     golds = [it["gold"] for it in items for _ in range(samples)]
     sc = score_completions(texts, golds)
     strict = [strict_correct(t, g) for t, g in zip(texts, golds)]
@@ -151,7 +158,8 @@ def main(argv=None) -> int:
     torch.manual_seed(cfg.seed)
     res = evaluate_items(model, tok, items, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size,
                          samples=cfg.samples, temperature=cfg.temperature, max_prompt_tokens=cfg.max_prompt_tokens,
-                         progress=cfg.progress, fast=cfg.fast)
+                         progress=cfg.progress, fast=cfg.fast,
+                         what="held-out questions" if cfg.split == "test" else "training questions")
     if cfg.output:
         write_rows(cfg.output, [{"index": i, **row} for i, row in enumerate(res["rows"])])
     decoding = ("greedy" if cfg.temperature == 0 else

@@ -307,6 +307,24 @@ def _progress_bar(cfg: TrainConfig, start: int):
                 desc=f"{cfg.method} n={cfg.n} m={cfg.m}{budget}", disable=not cfg.progress)
 
 
+def run_estimate(cfg: TrainConfig, rows: list[dict]) -> str:
+    """One line after a run's first step (the last of `rows`, metrics.jsonl's): its time and the whole run's,
+    with the evaluations at the time they took so far, so that a slow CPU shows at once."""
+    step_s = rows[-1]["step_s"]
+    steps = min(cfg.max_steps, math.ceil(cfg.budget_s / step_s)) if cfg.budget_s else cfg.max_steps
+    evals = 0
+    if (cfg.eval_every or cfg.eval_every_s) and cfg.eval_limit:  # step 0, every K steps or T seconds, the last
+        grid = set(range(cfg.eval_every, steps + 1, cfg.eval_every)) if cfg.eval_every else set()
+        evals = len(grid | {0, steps}) + (int(steps * step_s // cfg.eval_every_s) if cfg.eval_every_s else 0)
+    eval_s = [r["eval_s"] for r in rows if "eval_s" in r]
+    total = steps * step_s + evals * (sum(eval_s) / len(eval_s) if eval_s else 0.0)
+    took = f"{total:.0f} s" if total < 100 else f"{total / 60:.0f} min" if total < 6000 else f"{total / 3600:.1f} h"
+    what = f"{steps} steps" + (f" within the {cfg.budget_s:.0f} s budget" if cfg.budget_s else "")
+    if evals:
+        what += f" + {evals} evaluations" + (f" of ~{sum(eval_s) / len(eval_s):.0f} s" if eval_s else " (not timed yet)")
+    return f"minipods.train: step {rows[-1]['step']} took {step_s:.1f} s; about {took} for the whole run ({what})"
+
+
 def eval_due(cfg: TrainConfig, step: int, before_s: float, after_s: float) -> bool:
     """Evaluate after `step` (training time before_s -> after_s)? Every eval_every steps, or when it crossed
     a multiple of eval_every_s (as the authors' checkpoint callback; late by less than one step)."""
@@ -332,7 +350,7 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
         ckpt_io.append_row(metrics_path, {"step": 0, "elapsed_s": 0.0,
                                           **_evaluate(model, tokenizer, eval_items, cfg, out, 0)})
     step = last_saved = st["step"]
-    bar = _progress_bar(cfg, step)
+    bar, first = _progress_bar(cfg, step), step + 1
     try:
         with ckpt_io.sigterm_as_interrupt():
             while step < cfg.max_steps and not (cfg.budget_s and st["elapsed_s"] >= cfg.budget_s):
@@ -347,6 +365,8 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
                 if eval_items and (final or eval_due(cfg, step, before, st["elapsed_s"])):
                     row.update(_evaluate(model, tokenizer, eval_items, cfg, out, step))
                 ckpt_io.append_row(metrics_path, row)
+                if cfg.progress and step == first:  # how long the run will take, said once (one line)
+                    bar.write(run_estimate(cfg, ckpt_io.read_log(metrics_path)), file=sys.stderr)
                 if step % cfg.save_every == 0 or final:  # save if due
                     ckpt_io.save_checkpoint(out, model, engine.optimizer, dict(st), engine.scaler)
                     last_saved = step

@@ -37,6 +37,17 @@ def test_evaluate_items_rows_are_consistent(tiny):
         ev.evaluate_items(model, tok, ITEMS, samples=2)
 
 
+def test_evaluation_shows_one_bar_of_its_questions(tiny, capsys):
+    """Several generate calls (batch_size 2 for 5 questions: 3 calls) show as one bar over the questions."""
+    model, tok = tiny
+    items = synthetic_problems(5, seed=2)
+    ev.evaluate_items(model, tok, items, max_new_tokens=3, batch_size=2, progress=True)
+    err = capsys.readouterr().err
+    assert "evaluating 5 held-out questions" in err and "5/5" in err and "rollouts" not in err
+    ev.evaluate_items(model, tok, items, max_new_tokens=3, batch_size=2)
+    assert capsys.readouterr().err == ""  # no bar unless asked
+
+
 def test_evaluate_items_known_answer(tiny, monkeypatch):
     """Completions fixed by hand: q0 right in 1 of 2 samples, q1 right in both, q2 never; 1 well-formatted."""
     model, tok = tiny

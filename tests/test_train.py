@@ -207,6 +207,23 @@ def test_a_budgeted_run_shows_no_step_total():
     budgeted.close(), stepped.close()
 
 
+def test_the_first_step_says_how_long_the_run_will_take(tmp_path, monkeypatch, capsys):
+    """One line on stderr after the first step: its time and the whole run's (steps, or as many as the budget
+    allows, and the evaluations at the time the first one took); nothing with --no-progress."""
+    real_step, real_eval = T.run_step, T._evaluate
+    monkeypatch.setattr(T, "run_step", lambda *a: {**real_step(*a), "step_s": 10.0})
+    monkeypatch.setattr(T, "_evaluate", lambda *a: {**real_eval(*a), "eval_s": 4.0})
+    common = dict(eval_every=3, eval_limit=2, eval_max_new_tokens=2, max_new_tokens=4, save_every=10)
+    run(tiny_cfg(tmp_path / "a", max_steps=6, budget_s=25.0, progress=True, **common))  # 3 steps: 30 s >= 25 s
+    err = [ln for ln in capsys.readouterr().err.splitlines() if "took" in ln]
+    assert err == ["minipods.train: step 1 took 10.0 s; about 38 s for the whole run (3 steps within the 25 s "
+                   "budget + 2 evaluations of ~4 s)"]
+    assert T.run_estimate(T.make_config("small", eval_every=8), [{"step": 1, "step_s": 30.0}]) == (
+        "minipods.train: step 1 took 30.0 s; about 16 min for the whole run (32 steps + 5 evaluations (not timed yet))")
+    run(tiny_cfg(tmp_path / "b", max_steps=1, **common))
+    assert "took" not in capsys.readouterr().err
+
+
 def test_budget_s_stops_the_run_and_evaluates_its_last_step(tmp_path, monkeypatch):
     real_step = T.run_step
 
