@@ -50,7 +50,7 @@ def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 25
                       temperature=temperature if not greedy else 1.0, do_sample=not greedy,
                       batch_size=batch_size, max_prompt_tokens=max_prompt_tokens)
         texts, seconds, tokens = texts + ro.texts, seconds + ro.seconds, tokens + ro.num_tokens
-        bar.update(len(ro) // samples)
+        bar.update(len(ro.texts) // samples)
     bar.close()
     golds = [it["gold"] for it in items for _ in range(samples)]
     sc = score_completions(texts, golds)
