@@ -9,7 +9,7 @@ re-derives what the per-seed table allows: each arm's step-0 and final accuracy 
 target under the plateau target needs every evaluation of every arm and is not re-derivable here; the
 three per-seed speed-ups the docs print (old target) get their t-interval on log ratios.
 """
-from minipods.analysis.stats import ratio_interval
+from minipods.stats import ratio_interval
 from minipods.analysis.summary import LEARNING, Point, difference, format_difference
 
 STUDIES = {  # name -> (focus arm, step-0 % per seed (one model, every arm), arm -> final % per seed)

@@ -21,7 +21,7 @@ from minipods.analysis.results import (COMPARISON_FILE, find_runs, machine, read
                                        update_pricing)
 from minipods.analysis.summary import BASELINE, summarize_study, write_summary
 from minipods.cli import Parser, fail
-from minipods.evaluate import wilson_interval
+from minipods.stats import wilson_interval
 from minipods.learning_curve import figure, moving_average, plot_learning_curve  # noqa: F401
 
 FIGURES = ("accuracy_vs_time.png", "reward_vs_step.png", "time_breakdown.png")  # one seed's figures
