@@ -63,30 +63,22 @@ class Recipe(SimpleNamespace):
 
 
 def make_recipe(pc: PlanConfig) -> Recipe:
-    """The preset's values (minipods.train.PRESETS over TrainConfig's defaults), then the flags given."""
-    from minipods.train import PRESETS as TRAIN_PRESETS
-    from minipods.train import TrainConfig
+    """The preset (minipods.train.PRESETS over TrainConfig's defaults), then the flags given, checked as a
+    run checks them (TrainConfig)."""
+    from minipods.model import check_quantize
+    from minipods.train import make_config
 
     if pc.preset not in PRESETS:
         raise ValueError(f"--preset must be one of {', '.join(PRESETS)}, got {pc.preset!r}")
-    v = {k: getattr(TrainConfig, k) for k in RECIPE_FIELDS} | TRAIN_PRESETS[pc.preset]
-    v |= {k: getattr(pc, k) for k in RECIPE_FIELDS if getattr(pc, k, None) is not None}
-    if v["quantize"] not in ("4bit", "none"):
-        raise ValueError(f"--quantize must be 4bit or none, got {v['quantize']!r}")
-    opt = "adamw8bit" if v["optimizer"] == "auto" else v["optimizer"]
-    if opt not in ("adamw", "adamw8bit"):
-        raise ValueError(f"--optimizer must be auto, adamw or adamw8bit, got {v['optimizer']!r}")
-    check_positive(SimpleNamespace(**v), ("n", "m", "prompts_per_step", "max_prompt_tokens", "max_new_tokens",
-                                          "micro_batch_size", "gen_batch_size", "logprob_chunk", "eval_batch_size"))
-    if v["eval_max_new_tokens"] < 0:
-        raise ValueError(f"--eval-max-new-tokens must be >= 0, got {v['eval_max_new_tokens']}")
-    if v["m"] > v["n"]:
-        raise ValueError(f"--m ({v['m']}) must not exceed --n ({v['n']})")
+    cfg = make_config(pc.preset, **{k: getattr(pc, k, None) for k in RECIPE_FIELDS})  # None: not given
+    check_positive(cfg, ("eval_batch_size",))
+    if cfg.eval_max_new_tokens < 0:
+        raise ValueError(f"--eval-max-new-tokens must be >= 0, got {cfg.eval_max_new_tokens}")
     if not (pc.gpu_gb > 0 and 0 <= pc.headroom_gb < pc.gpu_gb):
         raise ValueError(f"need --gpu-gb > 0 and 0 <= --headroom-gb < --gpu-gb, got {pc.gpu_gb}, {pc.headroom_gb}")
-    v.update(quantize=None if v["quantize"] == "none" else v["quantize"], optimizer=opt,
-             gradient_checkpointing=bool(v["gradient_checkpointing"]),
-             eval_max_new_tokens=v["eval_max_new_tokens"] or v["max_new_tokens"])
+    opt = "adamw8bit" if cfg.optimizer == "auto" else cfg.optimizer
+    v = vars(cfg) | dict(quantize=check_quantize(cfg.quantize), optimizer=opt,
+                         eval_max_new_tokens=cfg.eval_max_new_tokens or cfg.max_new_tokens)
     return Recipe(**{short: v[k] for k, short in RECIPE_FIELDS.items()}, n_open=pc.n is None, m_open=pc.m is None)
 
 
