@@ -22,7 +22,7 @@ Worked answers with a sentence on why: notebooks/solutions/sNN.py (imported only
 from __future__ import annotations
 
 import contextlib
-import importlib
+import importlib.util
 import io
 import itertools
 import math
@@ -1239,14 +1239,21 @@ def _avg_hint(curve, budget, got) -> str:
 
 
 # ---------------------------------------------------------------- self-test, cells
+def solution_module(nb: str):
+    """notebooks/solutions/sNN.py, loaded from its file (no sys.path change): SOLUTIONS and WHY."""
+    name = f"exercise_solutions_s{nb}"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / "solutions" / f"s{nb}.py")
+        sys.modules[name] = module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def _solutions() -> dict:
     """id -> worked answer, from notebooks/solutions/sNN.py."""
-    here = str(Path(__file__).resolve().parent)
-    if here not in sys.path:
-        sys.path.insert(0, here)
     out = {}
     for nb in sorted({ex.notebook for ex in EXERCISES.values()}):
-        out.update(importlib.import_module(f"solutions.s{nb}").SOLUTIONS)
+        out.update(solution_module(nb).SOLUTIONS)
     return out
 
 
