@@ -193,8 +193,9 @@ def test_cuda_rows_pass_fail_line():
     r = {"settings": {"model": "Qwen/Qwen2.5-3B-Instruct", "seq_tokens": 1024, "micro_batch_size": 4, "gen_n": 64,
                       "gen_tokens": 512},
          "gpu": "GPU", "update_s": 32.0, "update_s_per_sequence": 2.0, "sequences": 16, "peak_allocated_mb": 9000.0,
-         "peak_reserved_mb": 11000.0, "fits_24gb": True, "gen_tokens_per_s": 900.0}
+         "peak_reserved_mb": 11000.0, "fits_24gb": True, "gen_tokens_per_s": 900.0, "optimizer": "AdamW8bit"}
     rows = gpu.rows_cuda(r)
+    assert rows[0][1].endswith("micro-batch 4, AdamW8bit (GPU)")
     assert rows[1][2] == "~256.00 s/update"  # 128 sequences x 2 s
     assert rows[2][1].startswith("fits a 24 GB card") and rows[2][2] == "PASS"
     assert gpu.rows_cuda({**r, "fits_24gb": False})[2][2] == "FAIL"

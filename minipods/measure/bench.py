@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from minipods.cli import Parser, add_dataclass_args, fail, overrides
+from minipods.cli import Parser, add_dataclass_args, check_choices, check_positive, fail, overrides
 from minipods.measure import costmodel, gpu, phases
 from minipods.measure.common import format_table
 from minipods.measure.config import DTYPES, POSITIVE, QUICK, BenchConfig, Context
@@ -58,12 +58,11 @@ def validate(cfg: BenchConfig, parts: list[str]) -> None:
             raise ValueError(msg)
     bad = [p for p in parts or () if p not in PARTS]
     need(parts is None or (parts and not bad), f"unknown part(s) {bad or parts}; expected some of {', '.join(PARTS)}")
-    need(cfg.dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}, got {cfg.dtype!r}")
+    check_choices(cfg, {"dtype": DTYPES})
     need(cfg.device in ("auto", "cpu") or cfg.device.startswith("cuda"), f"--device must be auto, cpu or cuda[:N], "
          f"got {cfg.device!r}")
     need(cfg.threads >= 0, f"--threads must be >= 0, got {cfg.threads}")
-    for k in POSITIVE:
-        need(getattr(cfg, k) >= 1, f"--{k.replace('_', '-')} must be >= 1, got {getattr(cfg, k)}")
+    check_positive(cfg, POSITIVE)
     for k in ("m_values", "select_sizes"):
         v = getattr(cfg, k)
         need(bool(v) and min(v) >= 1, f"--{k.replace('_', '-')} must be positive integers, got {v}")

@@ -111,9 +111,8 @@ def rows_cuda(r: dict) -> list[list[str]]:
     if "error" in r:
         return [["cuda", "paper recipe", "failed: " + r["error"][:200]]]
     s = r["settings"]
-    opt = f", {r['optimizer']}" if "optimizer" in r else ""
     what = (f"{s['model']} 4-bit, LoRA r=64, {r['sequences']} seq x {s['seq_tokens']} tok, grad ckpt, "
-            f"micro-batch {s['micro_batch_size']}{opt}")
+            f"micro-batch {s['micro_batch_size']}, {r['optimizer']}")
     return [["cuda", f"update: {what} ({r['gpu']})",
              f"{fmt_s(r['update_s'])}/update ({fmt_s(r['update_s_per_sequence'])}/seq), "
              f"peak {fmt_mb(r['peak_allocated_mb'])} alloc / {fmt_mb(r['peak_reserved_mb'])} reserved"],
