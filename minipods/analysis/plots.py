@@ -19,6 +19,7 @@ from pathlib import Path
 from minipods.analysis.results import (COMPARISON_FILE, find_runs, machine, read_config, read_rows,  # noqa: F401
                                        read_study, repriced_study, seed_dirs, summarize, training_rows,
                                        update_pricing)
+from minipods.analysis.paper_runs import mean_curve
 from minipods.analysis.summary import BASELINE, summarize_study, write_summary
 from minipods.cli import Parser, fail
 from minipods.stats import wilson_interval
@@ -66,10 +67,9 @@ def plot_accuracy_vs_time(study: dict, path: str | Path, configs: dict | None = 
             continue
         for c in curves:
             ax.plot([p.seconds for p in c], [100 * p.accuracy for p in c], color=colors[arm], lw=0.8, alpha=0.45)
-        k = min(len(c) for c in curves)
-        ax.plot([sum(c[i].seconds for c in curves) / len(curves) for i in range(k)],
-                [100 * sum(c[i].accuracy for c in curves) / len(curves) for i in range(k)], color=colors[arm],
-                lw=2.5, marker="o", ms=4, label=f"{label}: mean of {len(curves)} seeds")
+        mean = mean_curve(study, arm)
+        ax.plot([p.seconds for p in mean], [100 * p.accuracy for p in mean], color=colors[arm], lw=2.5, marker="o",
+                ms=4, label=f"{label}: mean of {len(curves)} seeds")
     if target is not None:
         ax.axhline(100 * target, color="grey", ls="--", lw=1, label=f"target ({100 * target:.1f}%)")
     if not arms:

@@ -145,9 +145,9 @@ def time_to_target(study: dict, baseline: str = BASELINE, k: int = PLATEAU_K, ta
 
 
 def summarize_study(study: dict, baseline: str | None = BASELINE, focus: str | None = FOCUS,
-                    costs: dict[str, dict] | None = None, target: float | None = None,
-                    pricing: dict[str, str] | None = None, repriced: tuple[str, dict | str] | None = None,
-                    budget_s: float | None = None, note: tuple[str, str] | None = None, machines: dict | None = None) -> dict:
+                    costs: dict[str, dict] | None = None, pricing: dict[str, str] | None = None,
+                    repriced: tuple[str, dict | str] | None = None, budget_s: float | None = None,
+                    note: tuple[str, str] | None = None, machines: dict | None = None) -> dict:
     """Every comparison of a study (final, time-averaged, learning, focus minus each arm, equal time, time to
     target). costs: arm -> numbers copied into the files; pricing: arm -> its update pricing; repriced:
     (another pricing, the study's seconds under it or why there are none); budget_s: the time-averaged
@@ -158,7 +158,7 @@ def summarize_study(study: dict, baseline: str | None = BASELINE, focus: str | N
     focus = focus if focus in arms else None
     to, got = repriced or (None, None)
     other = None if not (repriced and baseline) else {"to": to, "cannot": got} if isinstance(got, str) else \
-        {"to": to, "time": time_to_target(got, baseline, target=target)}
+        {"to": to, "time": time_to_target(got, baseline)}
     hz = {s: budget_s or min((p[-1].seconds for p in by.values()), default=0.0) for s, by in study.items()}
     avg = {s: {a: [Point(hz[s], p[-1].step, time_averaged(p, hz[s]))] for a, p in by.items()} for s, by in study.items()}
     return {"seeds": list(study), "arms": arms, "baseline": baseline, "focus": focus, "costs": costs or {},
@@ -172,7 +172,7 @@ def summarize_study(study: dict, baseline: str | None = BASELINE, focus: str | N
             "versus": {a: difference(study, a, focus) for a in arms if a != focus} if focus else {},
             "equal_time": {a: difference(study, baseline, a, EQUAL_TIME) for a in arms if a != baseline}
             if baseline else {},
-            "time": time_to_target(study, baseline, target=target) if baseline else None}
+            "time": time_to_target(study, baseline) if baseline else None}
 
 
 # ---------------------------------------------------------------- formatting
@@ -406,8 +406,7 @@ def _csv_row(s: dict, a: str, configs: dict) -> dict:
     return {**row, **s["costs"].get(a, {}), "arm": a}
 
 
-def write_summary(s: dict, out_dir: str | Path, configs: dict[str, dict] | None = None,
-                  unit: str = "s") -> tuple[Path, Path]:
+def write_summary(s: dict, out_dir: str | Path, configs: dict[str, dict] | None = None) -> tuple[Path, Path]:
     """summary.md (`summary_lines`) and summary.csv (one row per arm, every number; empty = none)."""
     out_dir, configs = Path(out_dir), configs or {}
     rows = [_csv_row(s, a, configs) for a in s["arms"]]
@@ -417,5 +416,5 @@ def write_summary(s: dict, out_dir: str | Path, configs: dict[str, dict] | None 
         w = csv.DictWriter(fh, fieldnames=cols)
         w.writeheader()
         w.writerows({k: ("" if r.get(k) is None else r[k]) for k in cols} for r in rows)
-    md_path.write_text("\n".join(summary_lines(s, configs, unit)))
+    md_path.write_text("\n".join(summary_lines(s, configs)))
     return md_path, csv_path
