@@ -186,7 +186,7 @@ def test_sweep_points_and_figure(tmp_path):
     (tmp_path / results.COMPARISON_FILE).write_text(json.dumps(
         {"arms": list(runs), "sweep": {"param": "n", "values": [4, 8, 16], "arms": list(runs)}}))
     assert plots.main([str(tmp_path)]) == 0
-    assert (tmp_path / plots.SWEEP_FIGURE).read_bytes().startswith(PNG_MAGIC)
+    assert (tmp_path / "sweep_accuracy_vs_n.png").read_bytes().startswith(PNG_MAGIC)
     assert [r["arm"] for r in _csv(tmp_path / "summary.csv")] == ["pods_n4", "pods_n8", "pods_n16"]
 
 

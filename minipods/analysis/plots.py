@@ -26,7 +26,6 @@ from minipods.stats import wilson_interval
 from minipods.learning_curve import figure, moving_average, plot_learning_curve  # noqa: F401
 
 FIGURES = ("accuracy_vs_time.png", "reward_vs_step.png", "time_breakdown.png")  # one seed's figures
-SWEEP_FIGURE = "sweep_accuracy_vs_n.png"  # m swept: sweep_accuracy_vs_m.png
 MAX_BANDS = 3  # draw 95% bands on a single seed's accuracy curves only up to this many arms
 AVERAGED_NOTES = {  # what the time-averaged accuracy is to a study (comparison.json's primary, else its preset)
     "time_averaged": ("primary", "the primary statistic of this study, fixed before its seeds ran (docs/class_study.md)"),
