@@ -168,6 +168,7 @@ def test_time_averaged_in_the_summary_per_arm_per_seed_and_its_label(tmp_path):
     assert s["averaged"]["b"]["mean"] == pytest.approx(sum(time_averaged(by["b"], 20) for by in STUDY.values()) / 3)
     text = "\n".join(summary_lines(s))
     assert "time-averaged accuracy (primary): " in text and "from 0 to 20 s, divided" in text
+    assert "from 0 to 20.00 h, divided" in "\n".join(summary_lines(s, unit="h"))  # budget and Points in one unit
     rows = {r["arm"]: r for r in _csv(write_summary(s, tmp_path)[1])}
     assert float(rows["a"]["averaged_vs_focus_mean"]) == pytest.approx(s["averaged_versus"]["a"]["seeds"]["mean"])
     assert float(rows["b"]["averaged_mean"]) == pytest.approx(s["averaged"]["b"]["mean"])

@@ -318,7 +318,7 @@ def resolve_lines(s: dict) -> list[str]:
 
 
 def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "s") -> list[str]:
-    """summary.md's lines; times in `unit` ("s" for training seconds, e.g. "h" for hours)."""
+    """summary.md's lines; times (the Points' and budget_s) in `unit` ("s" for training seconds, e.g. "h" for hours)."""
     configs, base, focus, seeds = configs or {}, s["baseline"], s["focus"], s["seeds"]
     lines = [f"# minipods comparison: {len(seeds)} seed{'s' * (len(seeds) > 1)} ({', '.join(map(str, seeds))})", "",
              "The training run is the unit: each difference is the mean over seeds of the per-seed difference with "
@@ -355,7 +355,7 @@ def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "
 def _averaged_lines(s: dict, unit: str) -> list[str]:
     """What the time-averaged accuracy is, what it is to this study, each arm's, and every statistic's spread."""
     b = s["budget_s"]
-    span = f"0 to {_t(b / 3600 if unit == 'h' else b, unit)}" if b else "0 to each seed's earliest end of its arms"
+    span = f"0 to {_t(b, unit)}" if b else "0 to each seed's earliest end of its arms"
     lines = [f"Time-averaged accuracy: the area under accuracy against training time from {span}, divided by that "
              "time (trapezoids between evaluations; an evaluation after the budget interpolated to it, the last value "
              f"held if a run ends before it); {s['note'][1]}. "
