@@ -99,8 +99,8 @@ class EvalConfig:
     max_prompt_tokens: int = setting(512, "prompts are left-truncated to this length")
     batch_size: int = setting(32, "sequences in flight (batch_size // samples questions at a time): bounds memory")
     seed: int = setting(0, "sampling seed (and the synthetic task's seed)")
-    quantize: str = setting("none", "none | 4bit: load the base model in 4 bits")
-    dtype: str = setting("auto", "auto | float32 | bfloat16 | float16: weights dtype")
+    quantize: str = setting("none", "none | 4bit: load the base model in 4 bits (not given: as the --adapter run trained)")
+    dtype: str = setting("auto", "auto | float32 | bfloat16 | float16: weights dtype (not given: as the --adapter run)")
     device: str = setting("auto", "auto | cpu | cuda | cuda:N")
     output: str = setting("eval.jsonl", "one JSON row per question ('' = do not write)")
     progress: bool = setting(True, "progress bar")
@@ -142,16 +142,19 @@ def main(argv=None) -> int:
         parser = Parser(prog="python -m minipods.evaluate", description="Accuracy of a model (optionally with a "
                         "trained LoRA adapter) on GSM8K test questions.")
         add_dataclass_args(parser, EvalConfig)
-        cfg = EvalConfig(**overrides(parser.parse_args(argv), EvalConfig))
+        given = overrides(parser.parse_args(argv), EvalConfig)
+        cfg = EvalConfig(**given)
         adapter, run_cfg = resolve_adapter(cfg.adapter) if cfg.adapter else (None, None)
-        model_name = cfg.model or (run_cfg or {}).get("model") or DEFAULT_MODEL
+        # the base the adapter was trained on (a QLoRA adapter on a 16-bit base scores differently), unless given
+        base = {k: given.get(k, (run_cfg or {}).get(k, getattr(cfg, k))) for k in ("model", "quantize", "dtype")}
+        model_name = base["model"] or DEFAULT_MODEL
         if model_name != DEFAULT_MODEL:
             resolve_model(model_name)  # a missing path fails here, before any work
         items, source = load_task(cfg.data, cfg.split, cfg.data_dir, limit=cfg.limit or None, seed=cfg.seed,
                                   level=cfg.synthetic_level)
         if not items:
             raise ValueError(f"no {cfg.split} questions in {source}")
-        model, tok = load_policy(model_name, quantize=cfg.quantize, dtype=cfg.dtype, device=cfg.device,
+        model, tok = load_policy(model_name, quantize=base["quantize"], dtype=base["dtype"], device=cfg.device,
                                  adapter=str(adapter) if adapter else None, lora=adapter is not None)
     except (ValueError, OSError, ModelNotFoundError, DataNotFoundError) as e:
         return fail("minipods.evaluate", e)  # OSError: also a hub id that cannot be fetched
@@ -164,7 +167,8 @@ def main(argv=None) -> int:
         write_rows(cfg.output, [{"index": i, **row} for i, row in enumerate(res["rows"])])
     decoding = ("greedy" if cfg.temperature == 0 else
                 f"sampled at T={cfg.temperature:g}, {cfg.samples} sample(s) per question, averaged")
-    print(f"model: {model_name}" + (f" + adapter {adapter}" if adapter else ""))
+    print(f"model: {model_name} (quantize {base['quantize']}, dtype {base['dtype']})" +
+          (f" + adapter {adapter}" if adapter else ""))
     print(f"data: {source} [{cfg.split}], {res['n']} questions; decoding: {decoding}; max_new_tokens={cfg.max_new_tokens}")
     for label, acc, ci, key, why in (
             ("accuracy", "accuracy", "ci95", "correct", "lenient: the last number counts, as the training reward grades"),

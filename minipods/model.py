@@ -136,6 +136,25 @@ def pick_dtype(dtype: str | None, device: str) -> torch.dtype:
     return table[dtype]
 
 
+def use_tf32(allow: bool, device: str) -> bool:
+    """float32 matmuls as TF32 on CUDA from compute capability 8.0 (the float32 parts of a run: LoRA, norms, the
+    logits' softmax inputs) at tensor-core speed, 10-bit mantissa inputs; returns whether it is on."""
+    on = bool(allow and device.startswith("cuda") and torch.cuda.get_device_capability(torch.device(device)) >= (8, 0))
+    torch.backends.cuda.matmul.allow_tf32 = on
+    return on
+
+
+def check_fp16_forward(model, tokenizer, prompt: str) -> None:
+    """fp16 tops out at 65504: real weights (Qwen2.5's activations) can overflow where a random twin does not.
+    One forward on a real prompt before a float16 run trains; non-finite logits stop it with the fix."""
+    enc = tokenizer(prompt, return_tensors="pt").to(next(model.parameters()).device)
+    with torch.no_grad(), generation_mode(model):
+        finite = bool(torch.isfinite(model(**enc).logits).all())
+    if not finite:
+        raise ValueError("float16 overflows on this model (non-finite logits on the first prompt): run again "
+                         "with --dtype float32 (or --dtype bfloat16 on a GPU of compute capability 8.0 or above)")
+
+
 def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -168,9 +187,8 @@ def add_lora(model, r: int = 64, alpha: int = 64, dropout: float = 0.0, adapter:
         # Freezes the base, upcasts norms to fp32 and enables input grads (QLoRA recipe).
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing,
                                                 gradient_checkpointing_kwargs={"use_reentrant": False})
-    elif gradient_checkpointing:
+    elif gradient_checkpointing:  # transformers 5 also enables input grads (LoRA's frozen inputs need them)
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        model.enable_input_require_grads()
     if adapter:
         return PeftModel.from_pretrained(model, adapter, is_trainable=True)
     return get_peft_model(model, lora_config(r, alpha, dropout))
@@ -224,20 +242,21 @@ def gradient_checkpointing_on(model) -> bool:
 
 @contextlib.contextmanager
 def generation_mode(model):
-    """The policy fit for sampling inside the block (eval mode, gradient checkpointing off: it disables
-    the KV cache). 4-bit models stay in train mode: bitsandbytes on CPU repacks weights for inference
-    the first time they run in eval mode without grad, and a later backward fails (dropout 0: same samples)."""
+    """The policy fit for sampling inside the block (eval mode, gradient checkpointing off: it disables the KV
+    cache). Checkpointing is paused by the layers' own flags: gradient_checkpointing_enable would register one
+    more input-grad hook on the embedding per call (transformers 5; the disable leaves it under peft). 4-bit models
+    stay in train mode: bitsandbytes on CPU repacks weights for inference the first time they run in eval mode
+    without grad, and a later backward fails (dropout 0: same samples)."""
     was_training = model.training
-    base = base_model_of(model)
-    gc = gradient_checkpointing_on(model)
-    if gc:
-        base.gradient_checkpointing_disable()
+    paused = [m for m in base_model_of(model).modules() if getattr(m, "gradient_checkpointing", False) is True]
+    for m in paused:
+        m.gradient_checkpointing = False
     model.train(is_4bit(model))  # from_pretrained leaves eval mode
     try:
         yield model
     finally:
-        if gc:
-            base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        for m in paused:
+            m.gradient_checkpointing = True
         model.train(was_training)
 
 

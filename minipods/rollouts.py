@@ -168,5 +168,5 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
                                  max_new_tokens=max_new_tokens, pad_token_id=pad, eos_token_id=eos, **sampling)
             chunks.append(out[:, P:].cpu())  # (b, c_chunk): completions only
     if device.type == "cuda":
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(device)  # the run's card (--device cuda:1), not the current one
     return assemble(tokenizer, prompt_ids, prompt_mask, group, chunks, eos, pad, n, time.perf_counter() - t0)

@@ -39,7 +39,8 @@ from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.fast.update import fast_grpo_update, update_pricing
 from minipods.grpo import LOSS_TYPES, group_advantages, grpo_update, loss_scaler
 from minipods.memory import peak_mb
-from minipods.model import DEFAULT_MODEL, ModelNotFoundError, check_quantize, load_policy, resolve_model
+from minipods.model import (DEFAULT_MODEL, ModelNotFoundError, check_fp16_forward, check_quantize, load_policy,
+                            resolve_model, use_tf32)
 from minipods.presets import PRESETS
 from minipods.rewards import is_full_format, score_completions
 from minipods.stats import paired_difference
@@ -61,6 +62,8 @@ class TrainConfig:
     lora_dropout: float = setting(0.0, "LoRA dropout")
     gradient_checkpointing: bool = setting(False, "recompute activations in backward (less memory, slower)")
     fast: bool = setting(True, "the fast engine (minipods.fast: the same results, less work); --no-fast: the plain reference")
+    tf32: bool = setting(True, "TF32 matmuls for the float32 parts on CUDA from compute capability 8.0 (config.json's "
+                               "tf32_matmuls says whether it was on); --no-tf32: full float32")
     # PODS
     method: str = setting("pods", "grpo (update on all n rollouts, m = n) | pods (generate n, update on m)")
     n: int = setting(16, "rollouts generated per prompt")
@@ -340,11 +343,13 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
     if not cfg.resume and (out / "metrics.jsonl").exists():
         raise ckpt_io.RunError(f"{out} already holds a run (metrics.jsonl); use --resume or another --output-dir")
     items, eval_items, source, model, tokenizer, device = _setup(cfg, model, tokenizer)
-    engine = make_engine(cfg, model, device)
+    engine, tf32 = make_engine(cfg, model, device), use_tf32(cfg.tf32, device)
+    if engine.scaler:  # float16: the first real prompt must not overflow
+        check_fp16_forward(model, tokenizer, build_prompt(tokenizer, items[0]["question"]))
     st = _restore(ck, out, model, engine, device)
     ckpt_io.write_atomic(out / "config.json", json.dumps({**asdict(cfg), "device": device, "data_source": source,
-                                                          "num_train_items": len(items), "update_pricing": engine.pricing},
-                                                         indent=1))
+                                                          "num_train_items": len(items), "update_pricing": engine.pricing,
+                                                          "tf32_matmuls": tf32}, indent=1))
     metrics_path = out / "metrics.jsonl"
     if eval_items and st["step"] == 0:
         ckpt_io.append_row(metrics_path, {"step": 0, "elapsed_s": 0.0,

@@ -140,12 +140,33 @@ def test_cli_with_saved_model_and_adapter(tmp_path, capsys):
     assert set(rows[0]) >= {"question", "gold", "completions", "extracted", "correct"}
     acc = sum(r["correct"] for r in rows) / 3
     assert f"accuracy: {acc:.4f}" in text and "95% CI" in text and "format rate:" in text
-    assert f"model: {tmp_path / 'base'} + adapter {run / 'adapter'}" in text
+    assert f"model: {tmp_path / 'base'} (quantize none, dtype auto) + adapter {run / 'adapter'}" in text
     # the bare model, sampled (the paper's protocol: T=0.9 by default with --samples > 1)
     assert ev.main(["--model", str(tmp_path / "base"), "--samples", "2", "--output", str(out)] + common) == 0
     text = capsys.readouterr().out
     assert "T=0.9, 2 sample(s)" in text
     assert all(len(json.loads(line)["completions"]) == 2 for line in out.read_text().splitlines())
+
+
+def test_adapter_is_evaluated_on_the_base_its_run_trained(tmp_path, monkeypatch, capsys):
+    """--adapter RUN takes the model, quantize and dtype from the run's config.json (a QLoRA adapter on a
+    16-bit base scores differently), each unless given on the command line; the output names the base."""
+    policy, tok = tiny_policy(seed=0)
+    run = tmp_path / "run"
+    policy.save_pretrained(run / "adapter")
+    (run / "config.json").write_text(json.dumps({"method": "pods", "model": "some/base", "quantize": "4bit",
+                                                 "dtype": "float16", "device": "cuda:0"}))
+    loaded = []
+    monkeypatch.setattr(ev, "resolve_model", lambda name: name)
+    monkeypatch.setattr(ev, "load_policy", lambda name, **kw: loaded.append((name, kw)) or (policy, tok))
+    common = ["--adapter", str(run), "--data", "synthetic", "--limit", "1", "--max-new-tokens", "2", "--no-progress",
+              "--output", ""]
+    assert ev.main(common) == 0
+    assert [(n, kw["quantize"], kw["dtype"], kw["device"]) for n, kw in loaded] == [("some/base", "4bit", "float16", "auto")]
+    assert "model: some/base (quantize 4bit, dtype float16) + adapter" in capsys.readouterr().out
+    assert ev.main(common + ["--quantize", "none", "--dtype", "float32", "--model", "other/base"]) == 0
+    assert loaded[1][0] == "other/base" and (loaded[1][1]["quantize"], loaded[1][1]["dtype"]) == ("none", "float32")
+    assert "model: other/base (quantize none, dtype float32)" in capsys.readouterr().out
 
 
 def _adapter(folder):

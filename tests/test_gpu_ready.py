@@ -242,6 +242,39 @@ def test_fp16_loss_scale_comes_back_on_resume_and_a_bad_one_is_refused(tmp_path)
         ck.load_trainer(path)
 
 
+def test_an_fp16_run_that_overflows_stops_before_training_with_the_fix(tmp_path, capsys, monkeypatch):
+    """A float16 run checks its first real forward: finite logits train on; non-finite ones (real weights
+    whose activations pass 65504) stop the run before any step, one line naming --dtype float32."""
+    import minipods.train as T
+    from minipods.model import base_model_of
+
+    model, _ = _fp16_tiny_and_batch()
+    tok = tiny_tokenizer()
+    T.check_fp16_forward(model, tok, "[user]\n1+1?\n[assistant]\n")  # finite: passes
+    with torch.no_grad():  # an activation fp16 cannot hold
+        base_model_of(model).model.norm.weight.fill_(6e4)
+    monkeypatch.setattr(T, "load_policy", lambda *a, **k: (model, tok))
+    out = tmp_path / "run"
+    rc = T.main(["--data", "synthetic", "--max-steps", "1", "--n", "2", "--m", "2", "--output-dir", str(out),
+                 "--no-progress"])
+    err = [ln for ln in capsys.readouterr().err.splitlines() if not ln.startswith("minipods: using the SYNTHETIC")]
+    assert rc == 2 and len(err) == 1 and "float16 overflows" in err[0] and "--dtype float32" in err[0]
+    assert not (out / "metrics.jsonl").exists()  # nothing trained
+
+
+def test_tf32_is_on_from_compute_capability_8_unless_opted_out(monkeypatch, tmp_path):
+    from minipods.model import use_tf32
+
+    before = torch.backends.cuda.matmul.allow_tf32
+    try:
+        for capability, allow, device, on in [((8, 0), True, "cuda:1", True), ((7, 5), True, "cuda", False),
+                                              ((9, 0), False, "cuda", False), ((8, 6), True, "cpu", False)]:
+            monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d=None: capability)
+            assert use_tf32(allow, device) is on and torch.backends.cuda.matmul.allow_tf32 is on, (capability, allow)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
 # ---------------------------------------------------------------- why the embedding stays float32
 def test_embedding_in_bf16_alone_would_not_shrink_the_kv_cache(tmp_path, monkeypatch):
     """A 4-bit Qwen-shaped twin with bf16 compute, prepared as training prepares it: the residual

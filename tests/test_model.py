@@ -5,9 +5,10 @@ import pytest
 import torch
 
 from minipods.data import build_prompt
+from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.grpo import grpo_update
-from minipods.model import (ModelNotFoundError, count_parameters, default_gguf_path, generation_mode, is_4bit,
-                            pick_dtype, resolve_model)
+from minipods.model import (ModelNotFoundError, base_model_of, count_parameters, default_gguf_path, generation_mode,
+                            gradient_checkpointing_on, is_4bit, pick_dtype, resolve_model)
 from minipods.twins.tiny import tiny_policy
 from minipods.rollouts import generate_rollouts
 
@@ -75,3 +76,18 @@ def test_generation_mode_restores_state():
     with generation_mode(model):
         assert not model.training  # full-precision models sample in eval mode
     assert model.training
+
+
+@pytest.mark.parametrize("quantize", [None, "4bit"])
+def test_rollout_calls_leave_the_embedding_hooks_as_they_were(quantize):
+    """Gradient checkpointing is switched off around each sampling call and back on after: the embedding's
+    forward hooks (the input-grad hook checkpointing needs under LoRA) stay as many as before, over any
+    number of calls, with both engines, and checkpointing is still on for the update."""
+    model, tok = tiny_policy(seed=0, quantize=quantize, gradient_checkpointing=True)
+    emb = base_model_of(model).get_input_embeddings()
+    hooks = dict(emb._forward_hooks)
+    assert gradient_checkpointing_on(model) and hooks  # peft's input-grad hook
+    prompts = [build_prompt(tok, "1+1?")]
+    for generate in (generate_rollouts, fast_generate_rollouts) * 3:
+        generate(model, tok, prompts, 2, max_new_tokens=3)
+        assert dict(emb._forward_hooks) == hooks and gradient_checkpointing_on(model)

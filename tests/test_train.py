@@ -57,6 +57,7 @@ def test_train_writes_metrics_config_and_adapter(tmp_path):
     assert elapsed == sorted(elapsed) and elapsed[-1] == pytest.approx(sum(r["step_s"] for r in train_rows))
     conf = json.loads((tmp_path / "a" / "config.json").read_text())
     assert conf["data_source"] == "synthetic" and conf["n"] == 4 and conf["m"] == 2 and conf["method"] == "pods"
+    assert conf["tf32"] is True and conf["tf32_matmuls"] is False  # asked for, but a CPU has no TF32
     assert (tmp_path / "a" / "adapter" / "adapter_config.json").is_file()
     assert json.loads((tmp_path / "a" / "checkpoint" / "state.json").read_text())["step"] == 3
     with pytest.raises(ValueError, match="already holds a run"):

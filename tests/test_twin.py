@@ -66,6 +66,25 @@ def test_unknown_twin_lists_the_known_ones():
         twin_config(KNOWN[0], depth=2)
 
 
+def test_random_names_resolve_through_the_twins_registration_on_the_run_device(monkeypatch, tmp_path):
+    """model.py does not import twins/: importing minipods.twins.arch registers random:, and resolve_model
+    hands it the run's device (a twin is built on --device cuda:1, not always on the first card)."""
+    import ast
+    import inspect
+
+    from minipods import model as M
+
+    assert not [n for n in ast.walk(ast.parse(inspect.getsource(M))) if isinstance(n, ast.ImportFrom)
+                and (n.module or "").startswith("minipods")]
+    asked = []
+    monkeypatch.setitem(M.MODEL_SOURCES, "random:", lambda spec, cache, device: asked.append((spec, device)) or tmp_path)
+    assert M.resolve_model("random:Qwen/Qwen2.5-3B-Instruct", "cuda:1") == str(tmp_path)
+    assert asked == [("random:Qwen/Qwen2.5-3B-Instruct", "cuda:1")]
+    monkeypatch.delitem(M.MODEL_SOURCES, "random:")
+    with pytest.raises(M.ModelNotFoundError, match="minipods.twins.arch"):
+        M.resolve_model("random:Qwen/Qwen2.5-3B-Instruct")
+
+
 def test_parse_and_shrink():
     assert parse_twin("random:Qwen/Qwen2.5-3B-Instruct") == ("Qwen/Qwen2.5-3B-Instruct", {})
     hub_id, shrink = parse_twin(SMALL)

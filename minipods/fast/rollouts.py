@@ -85,7 +85,7 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
         chunks = _decode(gen, prompt_ids, prompt_mask, group, kv, starts, batch_size, sampler, max_new_tokens,
                          pad, eos, grow_in_place)
     if device.type == "cuda":
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(device)  # the run's card (--device cuda:1), not the current one
     t3 = time.perf_counter()
     meta = {"fold_s": t1 - t0, "prefill_s": t2 - t1, "decode_s": t3 - t2, "steps": max(c.shape[1] for c in chunks),
             "folded": gen is not model, "shared_prefill": kv is not None,

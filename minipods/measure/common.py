@@ -62,7 +62,7 @@ def format_table(rows: list[list[str]], headers=("part", "measurement", "result"
 def sync(device: str) -> None:
     """Wait for queued CUDA work, so that a timer sees it finished (no-op on CPU)."""
     if device.startswith("cuda"):
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(torch.device(device))
 
 
 def best_seconds(fn, min_time: float = 0.3, rounds: int = 3, device: str = "cpu") -> float:

@@ -30,7 +30,7 @@ def tiny_tokenizer():
 
 
 def tiny_policy(seed: int = 0, lora_r: int = 8, lora_alpha: int = 16, hidden: int = 64, layers: int = 2,
-                quantize: str | None = None, lora: bool = True):
+                quantize: str | None = None, lora: bool = True, gradient_checkpointing: bool = False):
     """(policy, tokenizer): a randomly initialised 2-layer Llama (~0.1M params) with LoRA."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -49,5 +49,6 @@ def tiny_policy(seed: int = 0, lora_r: int = 8, lora_alpha: int = 16, hidden: in
             tok.save_pretrained(d)
             model, _ = load_policy(d, quantize="4bit", lora=False, dtype="float32", device="cpu")
     if lora:
-        model = add_lora(model, lora_r, lora_alpha, quantized=quantize == "4bit")
+        model = add_lora(model, lora_r, lora_alpha, gradient_checkpointing=gradient_checkpointing,
+                         quantized=quantize == "4bit")
     return model, tok
