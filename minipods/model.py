@@ -149,10 +149,9 @@ def check_fp16_forward(model, tokenizer, prompt: str) -> None:
     One forward on a real prompt before a float16 run trains; non-finite logits stop it with the fix."""
     enc = tokenizer(prompt, return_tensors="pt").to(next(model.parameters()).device)
     with torch.no_grad(), generation_mode(model):
-        finite = bool(torch.isfinite(model(**enc).logits).all())
-    if not finite:
-        raise ValueError("float16 overflows on this model (non-finite logits on the first prompt): run again "
-                         "with --dtype float32 (or --dtype bfloat16 on a GPU of compute capability 8.0 or above)")
+        if not torch.isfinite(model(**enc).logits).all():
+            raise ValueError("float16 overflows on this model (non-finite logits on the first prompt): run again "
+                             "with --dtype float32 (or --dtype bfloat16 on a GPU of compute capability 8.0 or above)")
 
 
 def default_device() -> str:
@@ -235,9 +234,7 @@ def is_4bit(model) -> bool:
 
 def gradient_checkpointing_on(model) -> bool:
     """Whether activation checkpointing is enabled on the (base) model."""
-    base = base_model_of(model)
-    gc = getattr(base, "is_activation_checkpointing", None)  # transformers >= 5 name
-    return bool(getattr(base, "is_gradient_checkpointing", False) if gc is None else gc)
+    return bool(base_model_of(model).is_activation_checkpointing)
 
 
 @contextlib.contextmanager

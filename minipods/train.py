@@ -112,9 +112,7 @@ class TrainConfig:
     progress: bool = setting(True, "show a tqdm progress bar")
 
     def __post_init__(self):  # a setting that cannot work: ValueError, one line naming the flag
-        if self.method not in ("grpo", "pods"):
-            raise ValueError(f"--method must be grpo or pods, got {self.method!r}")
-        check_choices(self, {"rule": RULES, "adv_norm": ("kept", "all"), "data": ("gsm8k", "synthetic"),
+        check_choices(self, {"method": ("grpo", "pods"), "rule": RULES, "adv_norm": ("kept", "all"), "data": ("gsm8k", "synthetic"),
                              "optimizer": ("auto", "adamw", "adamw8bit"), "loss_type": LOSS_TYPES})
         check_positive(self, ("n", "m", "prompts_per_step", "max_new_tokens", "max_steps", "micro_batch_size",
                               "update_epochs", "gen_batch_size", "save_every", "logprob_chunk", "lora_r",
@@ -242,9 +240,7 @@ def step_metrics(step: int, times: tuple, ro, scores: dict, rewards, kept: list[
 # ---------------------------------------------------------------- the training loop
 def make_optimizer(model, cfg: TrainConfig, device: str):
     params = [p for p in model.parameters() if p.requires_grad]
-    kind = cfg.optimizer
-    if kind == "auto":
-        kind = "adamw8bit" if device.startswith("cuda") else "adamw"
+    kind = cfg.optimizer if cfg.optimizer != "auto" else "adamw8bit" if device.startswith("cuda") else "adamw"
     kw = dict(lr=cfg.lr, betas=(cfg.adam_beta1, cfg.adam_beta2), weight_decay=cfg.weight_decay)
     if kind == "adamw8bit":
         import bitsandbytes as bnb
@@ -312,20 +308,19 @@ def _progress_bar(cfg: TrainConfig, start: int):
 
 def run_estimate(cfg: TrainConfig, rows: list[dict]) -> str:
     """One line after a run's first step (the last of `rows`, metrics.jsonl's): its time and the whole run's,
-    with the evaluations at the time they took so far, so that a slow CPU shows at once."""
-    step_s = rows[-1]["step_s"]
+    with the evaluations at the time they took so far (step 0's at least), so that a slow CPU shows at once."""
+    step_s, eval_s = rows[-1]["step_s"], [r["eval_s"] for r in rows if "eval_s" in r]
     steps = min(cfg.max_steps, math.ceil(cfg.budget_s / step_s)) if cfg.budget_s else cfg.max_steps
     evals = 0
-    if (cfg.eval_every or cfg.eval_every_s) and cfg.eval_limit:  # step 0, every K steps or T seconds, the last
+    if eval_s:  # step 0, every K steps or T seconds of training, the last
         grid = set(range(cfg.eval_every, steps + 1, cfg.eval_every)) if cfg.eval_every else set()
         evals = len(grid | {0, steps}) + (int(steps * step_s // cfg.eval_every_s) if cfg.eval_every_s else 0)
-    eval_s = [r["eval_s"] for r in rows if "eval_s" in r]
-    total = steps * step_s + evals * (sum(eval_s) / len(eval_s) if eval_s else 0.0)
+    total = steps * step_s + evals * sum(eval_s) / max(len(eval_s), 1)
     took = f"{total:.0f} s" if total < 100 else f"{total / 60:.0f} min" if total < 6000 else f"{total / 3600:.1f} h"
-    what = f"{steps} steps" + (f" within the {cfg.budget_s:.0f} s budget" if cfg.budget_s else "")
-    if evals:
-        what += f" + {evals} evaluations" + (f" of ~{sum(eval_s) / len(eval_s):.0f} s" if eval_s else " (not timed yet)")
-    return f"minipods.train: step {rows[-1]['step']} took {step_s:.1f} s; about {took} for the whole run ({what})"
+    budget = f" within the {cfg.budget_s:.0f} s budget" if cfg.budget_s else ""
+    evaluations = f" + {evals} evaluations of ~{sum(eval_s) / len(eval_s):.0f} s" if evals else ""
+    return (f"minipods.train: step {rows[-1]['step']} took {step_s:.1f} s; about {took} for the whole run "
+            f"({steps} steps{budget}{evaluations})")
 
 
 def eval_due(cfg: TrainConfig, step: int, before_s: float, after_s: float) -> bool:

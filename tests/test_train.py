@@ -219,8 +219,8 @@ def test_the_first_step_says_how_long_the_run_will_take(tmp_path, monkeypatch, c
     err = [ln for ln in capsys.readouterr().err.splitlines() if "took" in ln]
     assert err == ["minipods.train: step 1 took 10.0 s; about 38 s for the whole run (3 steps within the 25 s "
                    "budget + 2 evaluations of ~4 s)"]
-    assert T.run_estimate(T.make_config("small", eval_every=8), [{"step": 1, "step_s": 30.0}]) == (
-        "minipods.train: step 1 took 30.0 s; about 16 min for the whole run (32 steps + 5 evaluations (not timed yet))")
+    assert T.run_estimate(T.make_config("small", eval_every=8), [{"step": 0, "eval_s": 60.0}, {"step": 1, "step_s": 30.0}]) \
+        == "minipods.train: step 1 took 30.0 s; about 21 min for the whole run (32 steps + 5 evaluations of ~60 s)"
     run(tiny_cfg(tmp_path / "b", max_steps=1, **common))
     assert "took" not in capsys.readouterr().err
 
@@ -302,7 +302,7 @@ def test_checkpoint_refuses_nonfinite_weights(tmp_path):
     (["--n", "4", "--m", "8"], "--m (8) must not exceed --n (4)"),
     (["--m", "0"], "--m must be >= 1"),
     (["--rule", "median"], "--rule must be one of"),
-    (["--method", "ppo"], "--method must be grpo or pods"),
+    (["--method", "ppo"], "--method must be one of grpo, pods"),
     (["--method", "grpo", "--n", "8", "--m", "4"], "must equal --n"),
     (["--model", "/nonexistent/model-dir"], "model path not found"),
     (["--model", "missing.gguf"], "GGUF file not found"),
