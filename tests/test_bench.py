@@ -1,4 +1,4 @@
-"""Fast checks of minipods.measure (bench, speed, gpu, memory) and scripts/vs_trl.py: fits, formatting, the memory
+"""Fast checks of minipods.measure (bench, speed, memory) and scripts/vs_trl.py: fits, formatting, the memory
 meter, the parts on the tiny model, the CLI.
 No timing is asserted (the machine may be shared); only structure and numbers that must hold."""
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from minipods.fast.inference import onednn_linear_available
-from minipods.measure import bench, common, gpu, memory, speed
+from minipods.measure import bench, common, memory, speed
 from minipods.measure.bench import run_bench
 from minipods.measure.common import fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, format_table
 from minipods.measure.config import BenchConfig, Context
@@ -134,13 +134,6 @@ def test_trl_comparison_skips_without_trl(monkeypatch):
     assert vs_trl.rows_trl(r) == [["trl", "minipods vs trl.GRPOTrainer", r["skipped"]]]
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU skip message")
-def test_cuda_part_skips_on_cpu():
-    r = gpu.part_cuda(Context(), BenchConfig())
-    assert r["skipped"].startswith("skipped (no CUDA GPU")
-    assert gpu.rows_cuda(r)[0][2] == r["skipped"]
-
-
 def test_config_quick_and_overrides():
     p = bench.build_parser()
     cfg = bench.config_from_args(p.parse_args(["--quick"]))
@@ -187,18 +180,6 @@ def test_cli_select_quick_writes_bench_json(tmp_path, capsys):
     assert sel["sizes"] == [16, 256, 4096, 65536, 1_000_000]
     assert len(sel["seconds"]) == 5 and all(s > 0 for s in sel["seconds"])
     assert math.isfinite(sel["exponent_large_n"])
-
-
-def test_cuda_rows_pass_fail_line():
-    r = {"settings": {"model": "Qwen/Qwen2.5-3B-Instruct", "seq_tokens": 1024, "micro_batch_size": 4, "gen_n": 64,
-                      "gen_tokens": 512},
-         "gpu": "GPU", "update_s": 32.0, "update_s_per_sequence": 2.0, "sequences": 16, "peak_allocated_mb": 9000.0,
-         "peak_reserved_mb": 11000.0, "fits_24gb": True, "gen_tokens_per_s": 900.0, "optimizer": "AdamW8bit"}
-    rows = gpu.rows_cuda(r)
-    assert rows[0][1].endswith("micro-batch 4, AdamW8bit (GPU)")
-    assert rows[1][2] == "~256.00 s/update"  # 128 sequences x 2 s
-    assert rows[2][1].startswith("fits a 24 GB card") and rows[2][2] == "PASS"
-    assert gpu.rows_cuda({**r, "fits_24gb": False})[2][2] == "FAIL"
 
 
 def test_cpu_meter_sees_a_freed_tensor_and_nothing_before_it():

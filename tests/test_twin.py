@@ -2,6 +2,7 @@
 random weights, an offline byte-level tokenizer; plus the GPU path (4-bit on CUDA, 8-bit AdamW) in
 `cuda`-marked tests that are skipped without a GPU."""
 
+import json
 import math
 import sys
 
@@ -10,7 +11,6 @@ import torch
 
 from minipods.data import build_prompt
 from minipods.grpo import grpo_update
-from minipods.measure import gpu as bench_cuda
 from minipods.model import cache_dir, is_4bit, load_policy
 from minipods.twins.arch import (TWIN_CONFIGS, UnknownTwinError, build_twin, parse_twin, twin_config, twin_folder,
                                  twin_tokenizer)
@@ -140,20 +140,6 @@ def test_shrunk_twin_forward_and_lora_update():
     assert all(torch.equal(p, frozen[n]) for n, p in model.named_parameters() if n in frozen)
 
 
-def test_cuda_recipe_worker_runs_on_cpu_with_a_shrunk_twin():
-    """The bench's cuda worker end to end (4-bit, gradient checkpointing, LoRA, update, generation), on a CPU."""
-    r = bench_cuda.worker_cuda_recipe(dict(model=SMALL, m=4, prompts=1, seq_tokens=16, micro_batch_size=2, lora_r=4,
-                                           lora_alpha=8, repeats=1, gen_n=4, gen_tokens=6, seed=0, device="cpu"))
-    assert (r["device"], r["optimizer"], r["sequences"]) == ("cpu", "AdamW", 4)
-    assert r["update_skips"] == 0 and math.isfinite(r["loss"]) and r["grad_norm"] > 0 and r["adapter_max_change"] > 0
-    assert r["update_s"] > 0 and r["gen_tokens"] == 4 * 6 and r["gen_tokens_per_s"] > 0
-    assert r["trainable_params"] == 2 * 4 * sum(a + b for a, b in [(64, 64), (64, 32), (64, 32), (64, 64),
-                                                                  (64, 128), (64, 128), (128, 64)])
-    rows = bench_cuda.rows_cuda({**r, "settings": dict(model=SMALL, seq_tokens=16, micro_batch_size=2, gen_n=4,
-                                                       gen_tokens=6)})
-    assert rows[2][2] == "PASS" and rows[3][2].endswith("tok/s")
-
-
 def test_train_cli_unknown_twin_exits_2_with_one_line(capsys):
     from minipods.train import main
     assert main(["--model", "random:nope"]) == 2
@@ -210,13 +196,23 @@ def test_cuda_4bit_twin_generate_update_and_adamw8bit():
 
 
 @pytest.mark.cuda
-def test_cuda_full_width_twin_layer_on_gpu():
-    """The 3B twin's real width (2 of its 36 layers) in 4 bits on a GPU: the bench worker's code path."""
-    r = bench_cuda.worker_cuda_recipe(dict(model="random:Qwen/Qwen2.5-3B-Instruct:layers=2", m=4, prompts=1,
-                                           seq_tokens=64, micro_batch_size=2, lora_r=64, lora_alpha=64, repeats=1,
-                                           gen_n=4, gen_tokens=8, seed=0, device="cuda"))
-    assert r["optimizer"] == "AdamW8bit" and r["update_skips"] == 0 and r["adapter_max_change"] > 0
-    assert 0 < r["weights_mb"] < r["peak_allocated_mb"] and r["gen_tokens"] == 32
+def test_cuda_full_width_twin_layer_on_gpu(tmp_path):
+    """The 3B twin's real width (2 of its 36 layers), 4-bit, r=64, 8-bit AdamW on a GPU: scripts/gpu_step.py's
+    capped step (generation, update, one evaluation call), each phase's peaks beside the planner's (the 3B's
+    stored terms, which do not depend on the depth)."""
+    from conftest import load_script
+    from minipods.measure import activations as A
+    from minipods.measure.plan import PlanConfig
+
+    held = {ckpt: A.stored_terms("Qwen/Qwen2.5-3B-Instruct", "4bit", ckpt) for ckpt in (False, True)}
+    (tmp_path / "terms.json").write_text(json.dumps(load_script("measure_terms").terms_json(
+        {"4bit": {"update": {ckpt: t[0] for ckpt, t in held.items()}, "gen": held[True][1]}})))
+    pc = PlanConfig(model="Qwen/Qwen2.5-3B-Instruct:layers=2", prompts_per_step=1, n=4, m=4, max_prompt_tokens=32,
+                    max_new_tokens=32, eval_batch_size=4, eval_max_new_tokens=32, terms=str(tmp_path / "terms.json"))
+    res = load_script("gpu_step").measure_phases(pc, "cuda")
+    assert res["generated_shape"] == [32, 32] and res["device"] != "cpu" and res["verdict"] in ("PASS", "FAIL")
+    assert all(0 < x["allocated"] <= x["reserved"] <= x["device_used"] and x["predicted"] > 0
+               for x in res["phases"].values())
 
 
 def test_consumer_preset_is_the_paper_recipe_scaled_to_a_small_card():

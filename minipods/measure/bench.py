@@ -7,10 +7,9 @@ The parts (PARTS, in order, each `part(ctx, cfg) -> dict` with `rows(result)`; s
   update     time and peak memory for m = 2 ... 16 kept of one fixed set; grpo_update's log-prob passes (speed.py)
   logprob    chunked vs full-vocabulary log-probs: peak memory of forward + backward, max abs difference
   select     max_variance time for n = 16 ... 1,000,000 and its log-log growth exponent
-  cuda       the paper recipe's update and generation on a GPU (gpu.py; the 3B twin by default)
   costmodel  rollout and update seconds as lines: s/step of GRPO and PODS, break-even (costmodel.py)
 
-`--quick`: sizes for a shared 2-core CPU, 1 torch thread (2 ran far slower). TRL: scripts/vs_trl.py.
+`--quick`: sizes for a shared 2-core CPU, 1 torch thread (2 ran far slower). TRL: scripts/vs_trl.py; GPU: scripts/gpu_step.py.
 """
 
 from __future__ import annotations
@@ -27,13 +26,12 @@ from pathlib import Path
 import torch
 
 from minipods.cli import Parser, add_dataclass_args, check_choices, check_positive, fail, overrides
-from minipods.measure import costmodel, gpu, phases
+from minipods.measure import costmodel, phases
 from minipods.measure.common import format_table
 from minipods.measure.config import DTYPES, POSITIVE, QUICK, BenchConfig, Context
 
 PARTS = {"rollout": (phases.part_rollout, phases.rows_rollout), "update": (phases.part_update, phases.rows_update),
          "logprob": (phases.part_logprob, phases.rows_logprob), "select": (phases.part_select, phases.rows_select),
-         "cuda": (gpu.part_cuda, gpu.rows_cuda),
          "costmodel": (costmodel.part_costmodel, costmodel.rows_costmodel)}  # run in this order
 MODEL_PARTS = ("rollout", "update", "logprob", "costmodel")  # parts that use the in-process model
 

@@ -26,7 +26,7 @@ class BenchConfig:
     n: int = setting(16, "rollouts per prompt (the fixed set the update and logprob parts reuse)")
     max_new_tokens: int = setting(128, "rollout length in tokens (quick: 64)")
     m_values: list[int] = setting([2, 4, 8, 16], "kept-rollout counts for the update part (each <= n)")
-    micro_batch_size: int = setting(4, "sequences per forward/backward (update, trl, cuda)")
+    micro_batch_size: int = setting(4, "sequences per forward/backward (update, trl)")
     repeats: int = setting(3, "timed repeats per update point: median time, max memory (quick: 1)")
     logprob_batch: int = setting(16, "sequences in the logprob part (quick: 4)")
     logprob_chunk: int = setting(512, "tokens per chunk in the logprob part; the update part uses the "
@@ -36,13 +36,6 @@ class BenchConfig:
     trl_prompts: int = setting(4, "prompts per step beside TRL (scripts/vs_trl.py; quick: 2)")
     trl_n: int = setting(8, "generations per prompt beside TRL (quick: 4)")
     trl_max_new_tokens: int = setting(128, "completion length beside TRL (quick: 32)")
-    cuda_model: str = setting("random:Qwen/Qwen2.5-3B-Instruct", "model of the cuda part: the paper's 3B as its "
-                              "architecture twin (real shapes, random weights, offline); or the hub id")
-    cuda_m: int = setting(16, "kept rollouts per prompt in the cuda part (the paper's m)")
-    cuda_seq_tokens: int = setting(1024, "prompt + completion tokens per sequence in the cuda part (paper: 512 + 512)")
-    cuda_prompts: int = setting(1, "prompts per update in the cuda part (1: m=16 sequences; the paper's step: 8)")
-    cuda_gen_n: int = setting(64, "rollouts of one prompt in the cuda part's generation (quick: 16)")
-    cuda_gen_tokens: int = setting(512, "tokens per rollout in the cuda part's generation (quick: 128)")
     speed_prompts: int = setting(4, "distinct prompts in the fast-vs-plain rollout and update measurements (--small: 4)")
     speed_n: int = setting(8, "rollouts per prompt there (--small: 8)")
     speed_m: int = setting(4, "kept rollouts per prompt in the fast-vs-plain update (--small: 4)")
@@ -56,7 +49,7 @@ class BenchConfig:
 # (and the paper's micro-batch, 4 x 512 completion tokens, 4 of 512)
 QUICK = dict(max_new_tokens=64, repeats=1, logprob_batch=4, logprob_chunk=64,
              select_sizes=[16, 256, 4096, 65536, 1_000_000], trl_prompts=2, trl_n=4, trl_max_new_tokens=32,
-             cuda_gen_n=16, cuda_gen_tokens=128, speed_max_new_tokens=32, speed_rounds=1)
+             speed_max_new_tokens=32, speed_rounds=1)
 
 POSITIVE = tuple(f.name for f in fields(BenchConfig)  # settings that must be >= 1
                  if f.type == "int" and f.name not in ("threads", "seed"))
