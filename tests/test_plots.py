@@ -123,11 +123,7 @@ def test_moving_average_by_hand():
     assert plots.moving_average([1.0, 2.0, 3.0, 4.0], 3) == pytest.approx([1.0, 1.5, 2.0, 3.0])
 
 
-def test_sweep_and_seed_figures(tmp_path):
-    ax = plots.plot_sweep([(4, 0.3), (8, 0.45), (16, 0.4)], tmp_path / "s.png", at_s=60.0).axes[0]
-    line = ax.get_lines()[0]
-    assert list(line.get_xdata()) == [4, 8, 16] and list(line.get_ydata()) == pytest.approx([30.0, 45.0, 40.0])
-    assert ax.get_xscale() == "log" and ax.get_title() == "PODS: test accuracy at 60 s of training vs. n"
+def test_seed_figures(tmp_path):
     per_seed = {0: {"grpo": _rows([(0, 0, 0.2), (2, 20, 0.4)], [])},
                 1: {"grpo": _rows([(0, 0, 0.3), (2, 30, 0.6)], [])}}
     ax = plots.plot_accuracy_vs_time(_study(per_seed), tmp_path / "seeds.png", CONFIGS).axes[0]

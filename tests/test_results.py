@@ -173,23 +173,6 @@ def test_time_averaged_in_the_summary_per_arm_per_seed_and_its_label(tmp_path):
     assert float(rows["a"]["averaged_vs_focus_mean"]) == pytest.approx(s["averaged_versus"]["a"]["seeds"]["mean"])
     assert float(rows["b"]["averaged_mean"]) == pytest.approx(s["averaged"]["b"]["mean"])
 
-def test_sweep_points_and_figure(tmp_path):
-    runs = {"pods_n4": [(0, 0.0, [0, 0]), (1, 10.0, [1, 0]), (2, 20.0, [1, 0])],
-            "pods_n8": [(0, 0.0, [0, 0]), (1, 12.0, [1, 1]), (2, 24.0, [1, 0])],
-            "pods_n16": [(0, 0.0, [0, 0]), (1, 18.0, [0, 0]), (2, 36.0, [1, 1])]}
-    cfgs = {a: {"n": int(a[6:]), "m": 2, "method": "pods"} for a in runs}
-    for a, ev in runs.items():
-        _run_folder(tmp_path / a, ev, [(s, t) for s, t, _ in ev if s])
-        (tmp_path / a / "config.json").write_text(json.dumps(cfgs[a]))
-    study = results.read_study({0: {a: tmp_path / a for a in runs}})[0]
-    assert plots.sweep_points(study, cfgs) == ([(4, 0.5), (8, 1.0), (16, 0.0)], 20.0)  # read at 20 s
-    assert plots.sweep_points(study, cfgs, at_s=math.inf) == ([(4, 0.5), (8, 0.5), (16, 1.0)], math.inf)
-    (tmp_path / results.COMPARISON_FILE).write_text(json.dumps(
-        {"arms": list(runs), "sweep": {"param": "n", "values": [4, 8, 16], "arms": list(runs)}}))
-    assert plots.main([str(tmp_path)]) == 0
-    assert (tmp_path / "sweep_accuracy_vs_n.png").read_bytes().startswith(PNG_MAGIC)
-    assert [r["arm"] for r in _csv(tmp_path / "summary.csv")] == ["pods_n4", "pods_n8", "pods_n16"]
-
 
 # ---------------------------------------------------------------- update pricing: as run and re-priced
 def _step(step, kept, silent, update_s, step_s, elapsed_s, acc=None):

@@ -6,7 +6,6 @@ about 2x sooner: generating rollouts is cheap and parallel, the update is bound 
 
     python -m minipods.compare --small --output-dir runs/cmp              # the laptop design, one seed
     python -m minipods.compare --preset laptop --seeds 0,1,2,3,4,5,6,7,8,9   # the planned study (docs/results.md)
-    python -m minipods.compare --small --sweep n=4,8,16                   # PODS for several n, m fixed
     python -m minipods.compare --preset class --seed S --output-dir DIR   # one student's seed (docs/class_study.md)
     python -m minipods.compare --merge DIR... --output-dir OUT            # their folders as one study
 
@@ -56,21 +55,6 @@ _NOT_COMPARED = {"resume", "progress", "output_dir", "device"}  # may differ in 
 _PER_ARM = ("method", "rule", "output_dir", "resume")  # TrainConfig fields compare sets itself
 
 
-def parse_sweep(spec: str) -> tuple[str, list[int]]:
-    """'n=8,16,32' -> ('n', [8, 16, 32]). The swept setting is n (m fixed) or m (n fixed)."""
-    key, sep, vals = spec.partition("=")
-    key = key.strip()
-    if not sep or key not in ("n", "m"):
-        raise ValueError(f"--sweep must look like n=8,16,32 (or m=2,4,8), got {spec!r}")
-    try:
-        values = sorted({int(v) for v in vals.split(",") if v.strip()})
-    except ValueError:
-        raise ValueError(f"--sweep values must be integers, got {vals!r}") from None
-    if not values or min(values) < 1:
-        raise ValueError(f"--sweep needs positive integers, got {vals!r}")
-    return key, values
-
-
 def _shared_overrides(preset: str | None, base: dict, overrides: dict) -> dict:
     """The settings shared by every arm: the overrides, a --budget-s alone lifting max_steps, and a few
     evaluations (so there is a curve)."""
@@ -88,10 +72,9 @@ def _shared_overrides(preset: str | None, base: dict, overrides: dict) -> dict:
 
 
 def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "runs/compare",
-                sweep: tuple[str, list[int]] | None = None, **overrides) -> dict[str, TrainConfig]:
+                **overrides) -> dict[str, TrainConfig]:
     """Arm name -> its validated TrainConfig. arms: names of ARMS (a list or "a,b"; None: the preset's).
-    GRPO arms use n = m = the shared m, grpo_same_n n = m = the shared n, PODS and sweep arms the shared
-    n and m (sweep arms: max_variance, the swept one replaced)."""
+    GRPO arms use n = m = the shared m, grpo_same_n n = m = the shared n, PODS arms the shared n and m."""
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
     base = PRESETS[preset] if preset else {}
@@ -119,13 +102,8 @@ def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "
         elif ARMS[name]["method"] == "grpo":
             arm_ov.pop("n", None)  # n = m: make_config takes the (shared) m
         cfgs[name] = make(name, **arm_ov, **ARMS[name])
-    if sweep is not None:
-        key, values = sweep
-        for v in values:
-            name = f"pods_{key}{v}"
-            cfgs[name] = make(name, **{**ov, key: v}, method="pods", rule="max_variance")
     if not cfgs:
-        raise ValueError("nothing to run: give --arms and/or --sweep")
+        raise ValueError("nothing to run: give --arms")
     return cfgs
 
 
@@ -150,20 +128,18 @@ def parse_seeds(spec: str | list[int]) -> list[int]:
 
 
 def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: str | None = None,
-                   sweep: tuple[str, list[int]] | str | None = None,
                    model_factory: Callable[[TrainConfig], tuple] | None = None, log: Callable = print,
                    seeds: list[int] | str | None = None, **overrides) -> Path:
     """Run (or resume) every arm (once per seed with `seeds`), then write the figures and summary into
     `output_dir`. model_factory(cfg) -> (model, tokenizer), once per arm (default: the arm loads
     cfg.model); overrides: TrainConfig fields shared by all arms."""
-    sweep = parse_sweep(sweep) if isinstance(sweep, str) else sweep
     seeds = parse_seeds(seeds) if seeds is not None else None
     out = Path(output_dir)
     if seeds is not None and overrides.get("seed") is not None:
         raise ValueError("give either --seed or --seeds, not both")
     # seed (None: one comparison, arms in OUTPUT_DIR/ARM) -> arm -> config; seed s: OUTPUT_DIR/seed{s}/ARM
-    per_seed = {None: arm_configs(arms, preset, out, sweep, **overrides)} if seeds is None else \
-        {s: arm_configs(arms, preset, out / f"seed{s}", sweep, **overrides, seed=s) for s in seeds}
+    per_seed = {None: arm_configs(arms, preset, out, **overrides)} if seeds is None else \
+        {s: arm_configs(arms, preset, out / f"seed{s}", **overrides, seed=s) for s in seeds}
     # refuse before any work if a saved arm ran with other settings, or the model is not there
     for cfg in (c for cfgs in per_seed.values() for c in cfgs.values()):
         saved = results.read_config(cfg.output_dir)
@@ -178,13 +154,13 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
     prepare_output_dir(out)
     with RunLock(out):  # one comparison process per folder (each arm also locks its own folder)
         if seeds is None:
-            return _run_arms(out, per_seed[None], preset, sweep, model_factory, log, overrides)
+            return _run_arms(out, per_seed[None], preset, model_factory, log, overrides)
         meta = {"seeds": seeds, **_meta(per_seed[seeds[0]], preset, overrides)}
         write_atomic(out / results.COMPARISON_FILE, json.dumps(meta, indent=1))
         for s in seeds:
             log(f"== seed {s} ==")
             prepare_output_dir(out / f"seed{s}")
-            _run_arms(out / f"seed{s}", per_seed[s], preset, sweep, model_factory, log, {**overrides, "seed": s})
+            _run_arms(out / f"seed{s}", per_seed[s], preset, model_factory, log, {**overrides, "seed": s})
         for p in plots.make(results.seed_dirs(out, meta), out, meta).values():
             log(f"wrote {p}")
         return out
@@ -216,10 +192,9 @@ def _meta(cfgs: dict[str, TrainConfig], preset, overrides) -> dict:
             **({"primary": PRIMARY[preset]} if preset in PRIMARY else {})}
 
 
-def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, sweep, model_factory, log, overrides) -> Path:
+def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, model_factory, log, overrides) -> Path:
     first = next(iter(cfgs.values()))  # the arms of one run share its seed and budget
-    meta = {**_meta(cfgs, preset, overrides), "budget_s": first.budget_s, "sweep": {"param": sweep[0],
-            "values": sweep[1], "arms": [f"pods_{sweep[0]}{v}" for v in sweep[1]]} if sweep else None}
+    meta = {**_meta(cfgs, preset, overrides), "budget_s": first.budget_s}
     write_atomic(out / results.COMPARISON_FILE, json.dumps(meta, indent=1))
 
     for i, (name, cfg) in enumerate(cfgs.items(), 1):
@@ -260,10 +235,8 @@ def build_parser():
     p.add_argument("--preset", choices=sorted(PRESETS), default=None, help="shared settings (paper: GRPO n=m=16 vs "
                    "PODS n=64 m=16); explicit flags override (default: none, train's defaults)")
     p.add_argument("--arms", default=None, help=f"comma-separated, from {','.join(ARMS)} (default: "
-                   f"{','.join(DEFAULT_ARMS)}; --preset laptop: {','.join(LAPTOP_ARMS)}; small: {','.join(SMALL_ARMS)}"
-                   "; --sweep alone: none)")
+                   f"{','.join(DEFAULT_ARMS)}; --preset laptop: {','.join(LAPTOP_ARMS)}; small: {','.join(SMALL_ARMS)})")
     p.add_argument("--seeds", default=None, help="run every arm once per seed, e.g. 0,1,2 (folders seed{s}/ARM)")
-    p.add_argument("--sweep", default=None, help="also run PODS (max_variance) for n=8,16,32 with m fixed (or m=2,4,8)")
     p.add_argument("--merge", nargs="+", metavar="DIR", default=None, help="merge these seed folders and studies into "
                    "one study in --output-dir (a class's hand-ins: docs/class_study.md); nothing is trained")
     cli.add_dataclass_args(p, TrainConfig, skip=_PER_ARM, default_label="train default")
@@ -278,11 +251,10 @@ def main(argv=None) -> int:
             raise ValueError(f"--small conflicts with --preset {args.preset}")
         preset = args.preset or (SMALL_PRESET if args.small else None)
         shared = cli.overrides(args, TrainConfig, skip=_PER_ARM)
-        if args.merge and (shared or args.small or args.preset or args.seeds or args.arms or args.sweep):
+        if args.merge and (shared or args.small or args.preset or args.seeds or args.arms):
             raise ValueError("--merge takes only the folders and --output-dir (their settings come with them)")
-        arms = args.arms if args.arms is not None else ([] if args.sweep else None)  # --sweep alone: no arms
         out = merge.merge(args.merge, args.output_dir) if args.merge else \
-            run_comparison(args.output_dir, arms, preset, args.sweep or None, seeds=args.seeds, **shared)
+            run_comparison(args.output_dir, args.arms, preset, seeds=args.seeds, **shared)
     except KeyboardInterrupt:
         print(f"\n{prog}: interrupted; run the same command again to resume the unfinished arm(s).",
               file=sys.stderr)

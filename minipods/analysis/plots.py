@@ -5,14 +5,13 @@
     python -m minipods.plots runs/compare/grpo               # one run: its files go into that folder
     python -m minipods.plots runs/grpo runs/pods --out figs  # several runs: --out says where
 
-Writes accuracy_vs_time.png (the paper's headline figure), with one seed also FIGURES' other two and
-the sweep figure, and summary.md/.csv (minipods.analysis.summary). No torch.
+Writes accuracy_vs_time.png (the paper's headline figure), with one seed also FIGURES' other two, and
+summary.md/.csv (minipods.analysis.summary). No torch.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -134,40 +133,6 @@ def plot_time_breakdown(runs: dict[str, list[dict]], path: str | Path, configs: 
     return fig
 
 
-def sweep_points(study_arms: dict[str, list], configs: dict[str, dict], param: str = "n",
-                 at_s: float | None = None) -> tuple[list[tuple[int, float]], float | None]:
-    """[(value of `param`, accuracy at the horizon)] sorted, and the horizon at_s (None: the earliest
-    last evaluation; inf: each arm's final one). Each arm is read at its last evaluation by then."""
-    names = [a for a, pts in study_arms.items() if pts and param in configs.get(a, {})]
-    if not names:
-        return [], None
-    at_s = min(study_arms[a][-1].seconds for a in names) if at_s is None else at_s
-    pts = [(int(configs[a][param]), [p.accuracy for p in study_arms[a] if p.seconds <= at_s * (1 + 1e-9) + 1e-9])
-           for a in names]
-    return sorted((v, accs[-1]) for v, accs in pts if accs), at_s
-
-
-def plot_sweep(points: list[tuple[int, float]], path: str | Path, at_s: float | None, param: str = "n",
-               fixed: str = ""):
-    """Accuracy at a fixed training time against the sweep parameter (the paper's single-peaked curve)."""
-    fig, ax = figure()
-    if points:
-        ax.plot([p[0] for p in points], [100 * p[1] for p in points], marker="o", color="tab:purple")
-        ax.set_ylim(0, min(100.0, max(5.0, 115 * max(p[1] for p in points))))
-        ax.set_xscale("log", base=2)
-        ax.set_xticks([p[0] for p in points], [str(p[0]) for p in points])
-    else:
-        ax.text(0.5, 0.5, "no evaluations", ha="center", va="center", transform=ax.transAxes, color="grey")
-    what = "rollouts generated per prompt, n" if param == "n" else "rollouts kept per prompt, m"
-    when = "at the end of the time budget" if at_s is not None and math.isinf(at_s) else \
-        (f"at {at_s:.0f} s of training" if at_s is not None else "")
-    ax.set(xlabel=what + (f" ({fixed})" if fixed else ""), ylabel="test accuracy (%)",
-           title=f"PODS: test accuracy {when} vs. {param}")
-    ax.grid(alpha=0.3)
-    fig.savefig(path)
-    return fig
-
-
 def mean_costs(rows: dict[int, dict[str, list[dict]]]) -> dict[str, dict]:
     """Arm -> each of COST_KEYS averaged over its seeds (results.summarize per seed; None if any lacks it)."""
     per_arm: dict[str, list[dict]] = {}
@@ -201,15 +166,6 @@ def make(seed_dirs: dict, out_dir: str | Path, meta: dict | None = None, baselin
     if one:
         plot_reward_vs_step(rows[next(iter(rows))], paths[FIGURES[1]], configs)
         plot_time_breakdown(rows[next(iter(rows))], paths[FIGURES[2]], configs)
-    if one and (sweep := meta.get("sweep")):  # accuracy at the sweep arms' common horizon vs the swept n (or m)
-        param = sweep.get("param", "n")
-        other = "m" if param == "n" else "n"
-        arms = {a: p for a, p in next(iter(study.values())).items() if a in sweep.get("arms", [])}
-        pts, at_s = sweep_points(arms, configs, param, math.inf if meta.get("budget_s") else None)
-        fixed = {configs[a].get(other) for a in arms}
-        name = f"sweep_accuracy_vs_{param}.png"
-        paths[name] = out_dir / name
-        plot_sweep(pts, paths[name], at_s, param, f"{other}={fixed.pop()}" if len(fixed) == 1 else "")
     paths["summary.md"], paths["summary.csv"] = write_summary(s, out_dir, configs)
     return paths
 

@@ -13,7 +13,7 @@ from minipods.stats import mean_interval
 from minipods.analysis.summary import Point
 from minipods.checkpoint import RunError, eval_path, eval_steps, read_log
 
-COMPARISON_FILE = "comparison.json"  # written by minipods.compare: arm order, baseline, seeds, sweep
+COMPARISON_FILE = "comparison.json"  # written by minipods.compare: arm order, baseline, seeds
 DONE = "DONE"  # written by minipods.compare in a finished arm's folder: its last step and machine
 NOT_DESIGN = ("seed", "output_dir", "data_dir", "data_source", "resume", "progress")  # config.json's non-design keys
 
