@@ -1,4 +1,5 @@
-"""PODSGRPOTrainer (minipods.scale.trl_pods) on the tiny model, CPU, against stock TRL GRPOTrainer."""
+"""PODSGRPOTrainer (minipods.scale.trl_pods) on the tiny model, CPU, against stock TRL GRPOTrainer; and its
+command line, scripts/trl_pods.py."""
 import collections
 import os
 import subprocess
@@ -20,6 +21,8 @@ from minipods.downsample import max_variance  # noqa: E402
 from minipods.grpo import group_advantages  # noqa: E402
 from minipods.scale.trl_pods import PODSGRPOConfig, PODSGRPOTrainer, check_pods_config  # noqa: E402
 from minipods.twins.tiny import tiny_policy  # noqa: E402
+
+from conftest import load_script  # noqa: E402
 
 N = 4  # rollouts per prompt
 # Scripted rollouts for 2 prompts x N (rows in generation order); reward = number of "1"s. Every text is unique,
@@ -349,18 +352,19 @@ def test_two_processes_select_on_the_global_batch_and_keep_their_own_rows():
 
 
 def test_cli_bad_setting_exits_2_with_one_line(tmp_path, capsys):
-    from minipods.scale.trl_pods import main
+    main = load_script("trl_pods").main
     assert main(["--num_generations", "4", "--pods_m", "5", "--output_dir", str(tmp_path), "--use_cpu"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == "minipods.trl_pods: error: pods_m must be an integer in [2, num_generations=4], got 5"
+    assert err[-1] == "python scripts/trl_pods.py: error: pods_m must be an integer in [2, num_generations=4], got 5"
     with pytest.raises(SystemExit) as e:  # a bad value: argparse, same one-line style
         main(["--pods_m", "two"])
     assert e.value.code == 2
-    assert capsys.readouterr().err.strip() == "minipods.trl_pods: error: argument --pods_m/--pods-m: invalid int value: 'two'"
+    assert capsys.readouterr().err.strip() == ("python scripts/trl_pods.py: error: argument --pods_m/--pods-m: invalid "
+                                               "int value: 'two'")
 
 
 def test_cli_trains_and_saves_an_adapter(tmp_path, capsys):
-    from minipods.scale.trl_pods import main
+    main = load_script("trl_pods").main
     model, tok = tiny_policy(lora=False)
     model.save_pretrained(tmp_path / "tiny")
     tok.save_pretrained(tmp_path / "tiny")

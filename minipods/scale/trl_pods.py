@@ -1,7 +1,7 @@
 """PODS on TRL's GRPOTrainer: generate n rollouts per prompt, update on the m that `max_variance` keeps.
 
 Paper (Xu et al., "Not All Rollouts are Useful", TMLR 2026), Algorithm 1, on top of TRL 1.16; docs/scale.md
-has the user's side (settings, the 8-GPU command, what differs from `python -m minipods.train`).
+has the user's side (settings, the 8-GPU command of scripts/trl_pods.py, what differs from minipods.train).
 
 Where it hooks in: the dict TRL's `_generate_and_score_completions` returns keeps, in every per-row tensor, the m
 rows per prompt selected on the reward the advantages use (`pods_rewards`), with `advantages` recomputed within
@@ -11,20 +11,14 @@ the kept rows. Every process selects the same rows of the gathered global batch 
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from datasets import Dataset
-from transformers import HfArgumentParser
 from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import nanstd
 
-from minipods.cli import Parser, fail
-from minipods.data import build_prompt, load_task
 from minipods.downsample import RULES, downsample
-from minipods.model import load_tokenizer, lora_config, resolve_model
 from minipods.rewards import correctness_reward, format_reward
 
 # Row-unaligned multimodal fields (e.g. pixel_values concatenates every image's patches): not down-sampled here.
@@ -199,18 +193,6 @@ class PODSGRPOTrainer(GRPOTrainer):
         self._logs["advantages"].extend(logged.tolist())
 
 
-# ---------------------------------------------------------------- CLI: GSM8K on TRL
-@dataclass
-class ScriptArguments:
-    """The task and adapter settings of `python -m minipods.trl_pods` (the rest is PODSGRPOConfig)."""
-    model: str = field(default="Qwen/Qwen2.5-3B-Instruct",
-                       metadata={"help": "hub id, local HF folder, .gguf file, or 'smollm2-135m-instruct'"})
-    data: str = field(default="gsm8k", metadata={"help": "gsm8k | synthetic (seeded easy word problems)"})
-    data_dir: str | None = field(default=None, metadata={"help": "GSM8K folder (else $MINIPODS_GSM8K_DIR, else hub)"})
-    lora_r: int = field(default=64, metadata={"help": "LoRA rank (paper: 64)"})
-    lora_alpha: int = field(default=64, metadata={"help": "LoRA alpha (paper: 64)"})
-
-
 # Two reward functions whose sum is minipods' total_reward; TRL logs each (rewards/correctness/mean, ...).
 def correctness(completions, gold, **kw):
     return [correctness_reward(c, g) for c, g in zip(completions, gold)]
@@ -218,31 +200,3 @@ def correctness(completions, gold, **kw):
 
 def format_tags(completions, **kw):
     return [format_reward(c) for c in completions]
-
-
-def main(argv=None) -> int:
-    class ArgParser(HfArgumentParser):  # TRL's flags (--pods_m, --num_generations, ...), minipods' one-line errors
-        error = Parser.error
-
-    try:
-        parser = ArgParser((ScriptArguments, PODSGRPOConfig), prog="minipods.trl_pods")
-        script, args = parser.parse_args_into_dataclasses(argv)
-    except ValueError as e:  # an unworkable PODS/TRL combination
-        return fail("minipods.trl_pods", e)
-    path = resolve_model(script.model)
-    tok = load_tokenizer(path)
-    items, source = load_task(script.data, "train", script.data_dir, seed=args.seed)
-    # Prompts are chat-templated text, exactly what minipods.train feeds `generate`; `gold` reaches the rewards.
-    ds = Dataset.from_list([{"prompt": build_prompt(tok, it["question"]), "gold": it["gold"]} for it in items])
-    trainer = PODSGRPOTrainer(path, [correctness, format_tags], args=args, train_dataset=ds, processing_class=tok,
-                              peft_config=lora_config(script.lora_r, script.lora_alpha))
-    if trainer.accelerator.is_main_process:
-        print(f"data: {source} ({len(ds)} questions); n={args.num_generations} -> m={args.pods_m} "
-              f"({args.pods_rule}); {trainer.accelerator.num_processes} process(es)")
-    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
-    trainer.save_model(f"{args.output_dir}/adapter")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
