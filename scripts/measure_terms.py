@@ -1,7 +1,7 @@
 """Measuring the planner's terms on a CPU: `python scripts/measure_terms.py`.
 
-minipods.measure.activations says what the terms are and how they combine, and holds the known
-models' terms (STORED_*); this measures them. The model's architecture is built shallow (1 and 2
+minipods.measure.activations says what the terms are and how they combine, and reads the known
+models' terms (minipods/measure/data/terms.json); this measures them. The model's architecture is built shallow (1 and 2
 layers, its real width, a 512-token vocabulary, random weights), loaded exactly as training loads it
 (minipods.model.load_policy: 4-bit or bf16 base, LoRA, gradient checkpointing or not, bf16 compute:
 the GPU's dtypes) and run on small batches on the CPU, with one torch thread (kernels' scratch memory
@@ -13,10 +13,10 @@ depends on the thread count), under two meters of minipods.measure.memory:
 
 The per-layer terms come from the 1- and 2-layer models and are checked against a deeper one
 (`--check-layers 4`); the vocabulary's and the optimizer step's buffers from a narrow twin with a
-large vocabulary (`--buffers`). Its printout is the STORED_* tables and buffer constants of
-activations.py; `--check-stored` measures the stored values again (minutes: the 0.5B model at full
-width) and exits 1 if one moved; `--output FILE` writes a model's terms for `python -m minipods.plan
---terms FILE` (a model without stored terms).
+large vocabulary (`--buffers`: activations.py's buffer constants). It prints each model's entry of
+data/terms.json (6 significant digits); `--store` writes them into that file; `--check-stored` measures
+the stored values again (minutes: the 0.5B model at full width) and exits 1 if one moved; `--output
+FILE` writes a model's terms for `python -m minipods.plan --terms FILE` (a model without stored terms).
 """
 
 from __future__ import annotations
@@ -329,16 +329,18 @@ def check_stored(log=print) -> list[str]:
     return bad
 
 
-def terms_json(t_by_quantize: dict) -> dict:
-    """What `python -m minipods.plan --terms FILE` reads: per base precision, the update terms with and
-    without checkpointing and the generation terms."""
-    return {q: {"update": {str(ckpt): asdict(u) for ckpt, u in t["update"].items()}, "gen": asdict(t["gen"])}
-            for q, t in t_by_quantize.items()}
+def terms_json(t_by_quantize: dict, short: bool = False) -> dict:
+    """What `python -m minipods.plan --terms FILE` reads (and data/terms.json holds per model): per base
+    precision, the update terms with and without checkpointing and the generation terms; short: each
+    value to 6 significant digits, as stored."""
+    r = (lambda d: {k: json.loads(_fmt(v)) for k, v in d.items()}) if short else (lambda d: d)  # noqa: E731
+    return {q: {"update": {str(ckpt): r(asdict(u)) for ckpt, u in sorted(t["update"].items())},
+                "gen": r(asdict(t["gen"]))} for q, t in t_by_quantize.items()}
 
 
 def main(argv=None) -> int:
-    p = Parser(prog=PROG, description="Measure the planner's per-token terms on a CPU and print them as the "
-                                      "STORED_* entries of minipods/measure/activations.py.")
+    p = Parser(prog=PROG, description="Measure the planner's per-token terms on a CPU and print them as entries "
+                                      "of minipods/measure/data/terms.json.")
     p.add_argument("--models", default=",".join(_known()), help="comma-separated models (default: the known ones)")
     p.add_argument("--quantize", default="4bit,none", help="base precisions to measure: 4bit, none")
     p.add_argument("--check-layers", type=int, default=0, help="check the layer extrapolation on this many layers")
@@ -346,6 +348,7 @@ def main(argv=None) -> int:
                    "OPTIMIZER_STEP_BUFFERS instead")
     p.add_argument("--check-stored", action="store_true", help="measure the stored constants again; exit 1 if one moved")
     p.add_argument("--output", default=None, help="write the (one) model's terms as JSON for python -m minipods.plan --terms")
+    p.add_argument("--store", action="store_true", help="write the measured models' terms into data/terms.json")
     args = p.parse_args(argv)
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     quants = [q.strip() for q in args.quantize.split(",") if q.strip()]
@@ -376,14 +379,15 @@ def main(argv=None) -> int:
         for q in quants:
             log(f"measuring {name} ({q}) ...")
             t = measured[q] = measure_terms(cfg, None if q == "none" else q, args.check_layers, log)
-            for ckpt, u in t["update"].items():
-                print(f"    ({name!r}, {q!r}, {ckpt}): ({', '.join(map(_fmt, asdict(u).values()))}),")
-            print(f"    ({name!r}, {q!r}): ({', '.join(map(_fmt, asdict(t['gen']).values()))}),")
             for k, v in t["check"].items():
-                print(f"    # check {name} {q} {k}: {100 * v:+.2f}%")
-            sys.stdout.flush()
+                print(f"check {name} {q} {k}: {100 * v:+.2f}%")
+        print(json.dumps({name: terms_json(measured, short=True)}), flush=True)
         if args.output:
             Path(args.output).write_text(json.dumps(terms_json(measured), indent=1))
+        if args.store:  # this model's measured precisions replace the stored ones
+            stored = json.loads(A.STORED_FILE.read_text())
+            stored.setdefault(name.removeprefix("random:"), {}).update(terms_json(measured, short=True))  # as plan looks up
+            A.STORED_FILE.write_text(json.dumps(stored, indent=1) + "\n")
     return 0
 
 

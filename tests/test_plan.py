@@ -165,6 +165,23 @@ def test_stored_terms_cover_the_known_models():
                 assert u.tok_layer > 0 and g.kv_element_bytes == (4 if q == "4bit" else 2)
 
 
+def test_stored_terms_file_is_what_measure_terms_writes_and_gives_the_documented_peaks():
+    """data/terms.json holds, per model, measure_terms' --store format (6 significant digits, ints where
+    whole), and the planner reads the peaks docs/gpu.md quotes from it (the tables it replaced, same output)."""
+    assert list(A.STORED) == ["Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-3B-Instruct",
+                              "smollm2-135m-instruct"]
+    for model, entry in A.STORED.items():
+        held = {q: {"update": {ckpt: A.stored_terms(model, q, ckpt)[0] for ckpt in (True, False)},
+                    "gen": A.stored_terms(model, q, True)[1]} for q in entry}
+        assert json.dumps(S.terms_json(held, short=True)) == json.dumps(entry)  # values and int/float alike
+    assert A.STORED["Qwen/Qwen2.5-3B-Instruct"]["4bit"]["update"]["True"]["work_0"] == 4.66427e+07
+    GiB = 2 ** 30
+    for pc, peaks in [(P.PlanConfig(model="Qwen/Qwen2.5-3B-Instruct", gpu_gb=24.0), (7.91, 5.95, 10.13)),
+                      (P.PlanConfig(preset="consumer", gpu_gb=8.0), (3.99, 3.70, 4.65))]:
+        p = P.plan(pc)
+        assert tuple(round(p[ph]["peak"] / GiB, 2) for ph in ("generation", "update", "evaluation")) == peaks
+
+
 # ---------------------------------------------------------------- the planner
 PAPER_3B = P.PlanConfig(model="Qwen/Qwen2.5-3B-Instruct", gpu_gb=24.0)
 

@@ -201,12 +201,10 @@ def test_cuda_full_width_twin_layer_on_gpu(tmp_path):
     capped step (generation, update, one evaluation call), each phase's peaks beside the planner's (the 3B's
     stored terms, which do not depend on the depth)."""
     from conftest import load_script
-    from minipods.measure import activations as A
+    from minipods.measure.activations import STORED
     from minipods.measure.plan import PlanConfig
 
-    held = {ckpt: A.stored_terms("Qwen/Qwen2.5-3B-Instruct", "4bit", ckpt) for ckpt in (False, True)}
-    (tmp_path / "terms.json").write_text(json.dumps(load_script("measure_terms").terms_json(
-        {"4bit": {"update": {ckpt: t[0] for ckpt, t in held.items()}, "gen": held[True][1]}})))
+    (tmp_path / "terms.json").write_text(json.dumps(STORED["Qwen/Qwen2.5-3B-Instruct"]))
     pc = PlanConfig(model="Qwen/Qwen2.5-3B-Instruct:layers=2", prompts_per_step=1, n=4, m=4, max_prompt_tokens=32,
                     max_new_tokens=32, eval_batch_size=4, eval_max_new_tokens=32, terms=str(tmp_path / "terms.json"))
     res = load_script("gpu_step").measure_phases(pc, "cuda")

@@ -9,7 +9,9 @@ layer (one layer's prompt keys/values copied to the rows) or at the LM head's lo
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 LORA_R = 64  # both GPU presets (paper, consumer): the measured terms include the adapter's activations
 
@@ -53,43 +55,18 @@ DECODE_BUFFERS = {"4bit": 6.02, "none": 5.52}
 # LoRA tensor (bitsandbytes 8-bit on a CPU; its CUDA kernel allocates none: an upper bound there).
 OPTIMIZER_STEP_BUFFERS = {"adamw": 1.0, "adamw8bit": 5.0}
 
-# The known models' terms from `python scripts/measure_terms.py --check-layers 4` (1 CPU thread, torch 2.13,
-# transformers 5.23, bf16 compute, LoRA r=64; every term within 2.8% of the 4-layer check). Keys:
-# (model, quantize, gradient checkpointing) -> UpdateTerms' fields; (model, quantize) -> GenTerms' fields.
-STORED_UPDATE: dict[tuple, tuple] = {
-    ('Qwen/Qwen2.5-0.5B-Instruct', '4bit', False): (2084, 108352, 0, 4, 9.12084e+06, 9968, 1),
-    ('Qwen/Qwen2.5-0.5B-Instruct', '4bit', True): (5160, 3584, 0, 0, 9.13354e+06, 118818, 5),
-    ('Qwen/Qwen2.5-0.5B-Instruct', 'none', False): (1044, 86336, 0, 2, 76, 40576, 1),
-    ('Qwen/Qwen2.5-0.5B-Instruct', 'none', True): (4376, 1792, 0, 0, 12772, 131634, 3),
-    ('Qwen/Qwen2.5-1.5B-Instruct', '4bit', False): (3716, 194360, 0, 4, 2.85175e+07, 18320, 1),
-    ('Qwen/Qwen2.5-1.5B-Instruct', '4bit', True): (8840, 6144, 0, 0, 2.85348e+07, 213599, 5.57031),
-    ('Qwen/Qwen2.5-1.5B-Instruct', 'none', False): (1860, 152888, 0, 2, 76, 74704, 1),
-    ('Qwen/Qwen2.5-1.5B-Instruct', 'none', True): (7496, 3072, 0, 0, 12772, 235770, 3),
-    ('Qwen/Qwen2.5-3B-Instruct', '4bit', False): (4612, 243528, 0, 4, 4.663e+07, 22544, 1),
-    ('Qwen/Qwen2.5-3B-Instruct', '4bit', True): (11784, 8192, 0, 0, 4.66427e+07, 267082, 5),
-    ('Qwen/Qwen2.5-3B-Instruct', 'none', False): (2308, 193864, 0, 2, 76, 92176, 1),
-    ('Qwen/Qwen2.5-3B-Instruct', 'none', True): (9992, 4096, 0, 0, 12772, 296778, 3),
-    ('smollm2-135m-instruct', '4bit', False): (1524, 44844, 0, 4, 1.95814e+06, 3203.94, 1.29232),
-    ('smollm2-135m-instruct', '4bit', True): (3320, 2304, 0, 0, 1.96964e+06, 48574, 5),
-    ('smollm2-135m-instruct', 'none', False): (764, 40236, 0, 2, 76, 13272, 1),
-    ('smollm2-135m-instruct', 'none', True): (2816, 1152, 0, 0, 12772, 56630, 3),
-}
-STORED_GEN: dict[tuple, tuple] = {
-    ('Qwen/Qwen2.5-0.5B-Instruct', '4bit'): (4, 9.12078e+06, 44296, 1, 9.38683e+06),
-    ('Qwen/Qwen2.5-0.5B-Instruct', 'none'): (2, 16, 87944, 1, 678736),
-    ('Qwen/Qwen2.5-1.5B-Instruct', '4bit'): (4, 2.85174e+07, 79624, 1, 2.89391e+07),
-    ('Qwen/Qwen2.5-1.5B-Instruct', 'none'): (2, 16, 160776, 1, 1.1979e+06),
-    ('Qwen/Qwen2.5-3B-Instruct', '4bit'): (4, 4.66299e+07, 100104, 1, 4.72154e+07),
-    ('Qwen/Qwen2.5-3B-Instruct', 'none'): (2, 16, 199176, 1, 1.5051e+06),
-    ('smollm2-135m-instruct', '4bit'): (4, 1.95688e+06, 19208, 1, 1.95874e+06),
-    ('smollm2-135m-instruct', 'none'): (2, 16, 31176, 1, 192848),
-}
+# The known models' terms, data/terms.json: model -> what `python -m minipods.plan --terms FILE` reads (per
+# base precision: UpdateTerms without/with gradient checkpointing, GenTerms), written by `python
+# scripts/measure_terms.py --check-layers 4 --store` (1 CPU thread, torch 2.13, transformers 5.23, bf16
+# compute, LoRA r=64; every term within 2.8% of the 4-layer check).
+STORED_FILE = Path(__file__).parent / "data" / "terms.json"
+STORED: dict[str, dict] = json.loads(STORED_FILE.read_text())
 
 
 def stored_terms(model: str, quantize: str, ckpt: bool):
     """(UpdateTerms, GenTerms) held for a known model, or None."""
-    u, g = STORED_UPDATE.get((model, quantize, ckpt)), STORED_GEN.get((model, quantize))
-    return (UpdateTerms(*u), GenTerms(*g)) if u and g else None
+    t = STORED.get(model, {}).get(quantize)
+    return (UpdateTerms(**t["update"][str(ckpt)]), GenTerms(**t["gen"])) if t else None
 
 
 def decode_cache_bytes(per_token: int, layers: int, prompts: int, rows: int, prompt_tokens: int,

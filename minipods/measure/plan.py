@@ -92,23 +92,21 @@ class ModelTerms:
 
 
 def model_terms(model: str, quantize: str | None, terms_file: str | None = None) -> ModelTerms:
-    """The architecture and the measured terms: stored for known models, else read from `terms_file`."""
+    """The architecture and the measured terms: stored for known models (activations.STORED), else read from
+    `terms_file` (the same format: one model's entry)."""
     import json
 
-    cfg = F.model_config(model)
-    name = model.removeprefix("random:")
-    q = quantize or "none"
-    held = {ckpt: A.stored_terms(name, q, ckpt) for ckpt in (False, True)}
-    if all(held.values()):
-        return ModelTerms(F.arch_of(cfg), {ckpt: t[0] for ckpt, t in held.items()}, held[True][1], "stored")
-    if not terms_file:
+    cfg, q = F.model_config(model), quantize or "none"  # an unknown model fails here first
+    t = A.STORED.get(model.removeprefix("random:"), {}).get(q)
+    source = "stored" if t else f"measured ({terms_file})"
+    if t is None and not terms_file:
         raise ValueError(f"no stored terms for {model} ({q}): measure them with python scripts/measure_terms.py "
                          f"--models {model} --quantize {q} --output FILE, then pass --terms FILE")
-    t = json.loads(open(terms_file).read()).get(q)
+    t = t or json.loads(open(terms_file).read()).get(q)
     if t is None:
         raise ValueError(f"{terms_file} holds no terms for --quantize {q}")
     update = {ckpt: A.UpdateTerms(**t["update"][str(ckpt)]) for ckpt in (False, True)}
-    return ModelTerms(F.arch_of(cfg), update, A.GenTerms(**t["gen"]), f"measured ({terms_file})")
+    return ModelTerms(F.arch_of(cfg), update, A.GenTerms(**t["gen"]), source)
 
 
 # ---------------------------------------------------------------- the two phases
