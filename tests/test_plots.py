@@ -15,8 +15,9 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 def _rows(evals, steps):
     """metrics rows: evals = [(step, elapsed_s, acc)], steps = [(step, elapsed_s, rollout_s, update_s,
-    reward, kept_reward, mem)]; an evaluation at a step's time joins that step's row."""
+    reward, kept_reward, mem)]; an evaluation at a step's time joins that step's row (4 kept rows, none silent)."""
     rows = [{"step": s, "elapsed_s": e, "rollout_s": r, "update_s": u, "step_s": r + u, "zero_std_frac": 0.0,
+             "kept_rows": 4, "silent_rows": 0,
              "reward_mean": rw, "kept_reward_mean": kr, "peak_mem_mb": mem, "completion_len_mean": 10.0 + s}
             for s, e, r, u, rw, kr, mem in steps]
     for step, t, acc in evals:
@@ -32,7 +33,8 @@ RUNS = {
     "pods_max_variance": _rows([(0, 0, 0.2), (2, 10, 0.6)],
                                [(1, 5, 4, 1, 0.2, 0.5, 200.0), (2, 10, 4, 1, 0.4, 0.7, 220.0)]),
 }
-CONFIGS = {"grpo": {"method": "grpo", "n": 4, "m": 4}, "pods_max_variance": {"method": "pods", "n": 8, "m": 4}}
+CONFIGS = {"grpo": {"method": "grpo", "n": 4, "m": 4, "update_pricing": "skip_silent"},
+           "pods_max_variance": {"method": "pods", "n": 8, "m": 4, "update_pricing": "skip_silent"}}
 LABELS = {"grpo": "grpo (n=m=4)", "pods_max_variance": "pods_max_variance (n=8, m=4)"}
 
 

@@ -191,8 +191,6 @@ def test_repriced_seconds_scale_each_update_by_its_rows():
     assert got == pytest.approx({0: 0, 1: 4.0, 2: 8.0, 3: 12.4})
     every = [_step(1, 4, 2, 2.0, 3.0, 3.0), _step(2, 4, 4, 2.0, 3.0, 6.0)]  # skip_silent: 2 rows, then 1 (placeholder)
     assert results.repriced_seconds(every, "every_row", "skip_silent") == pytest.approx({0: 0, 1: 2.0, 2: 3.5})
-    assert results.repriced_seconds([{"step": 1, "update_s": 1.0, "step_s": 2.0, "elapsed_s": 2.0}],
-                                    "skip_silent", "every_row") is None
 
 
 def _priced_folder(d, rows, cfg):
@@ -219,11 +217,3 @@ def test_summary_names_each_pricing_and_gives_time_to_target_under_both(tmp_path
     got = results.repriced_study(study, {0: {a: results.read_rows(d) for a, d in dirs.items()}},
                                  {a: {"update_pricing": "every_row", "beta": 0.04} for a in dirs})
     assert got == ("skip_silent", "`grpo` ran with beta 0.04, where leaving silent rows out is not exact")
-    # an old run: no update_pricing (read by train's rule, said so) and no kept/silent counts
-    old = [{k: v for k, v in r.items() if k not in ("kept_rows", "silent_rows")} for r in SKIP_ROWS]
-    dirs["grpo"] = _priced_folder(tmp_path / "old", old, {"method": "grpo", "fast": True, "beta": 0.0})
-    plots.make({0: dirs}, tmp_path, baseline="grpo")
-    md = (tmp_path / "summary.md").read_text()
-    assert "`grpo` skip_silent (read so: config.json does not record update_pricing)" in md
-    assert ("Time to target re-priced to every_row: cannot be computed: `grpo`'s metrics rows lack kept_rows and "
-            "silent_rows") in md and "estimate from per-row costs" not in md

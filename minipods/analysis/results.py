@@ -111,23 +111,16 @@ def summarize(runs: dict[str, list[dict]]) -> list[dict]:
 
 
 def update_pricing(cfg: dict) -> str:
-    """config.json's update_pricing; a run from before it was recorded is read by train's rule, said so."""
-    if "update_pricing" in cfg:
-        return cfg["update_pricing"]
-    from minipods.fast.update import update_pricing as train_rule  # torch and transformers: old runs only
-
-    ran = train_rule(cfg.get("fast", True), cfg.get("skip_silent", True), cfg.get("beta", 0.0))
-    return f"{ran} (read so: config.json does not record update_pricing)"
+    """What a run's update_s paid for: config.json's update_pricing (every_row | skip_silent)."""
+    return cfg["update_pricing"]
 
 
-def repriced_seconds(rows: list[dict], ran: str, to: str) -> dict[int, float] | None:
+def repriced_seconds(rows: list[dict], ran: str, to: str) -> dict[int, float]:
     """step -> elapsed_s had the update paid `to` instead of `ran`, update seconds scaled by the rows
-    processed (the rule: docs/training.md); None: rows without kept_rows/silent_rows."""
+    processed (the rule: docs/training.md)."""
     def paid(r: dict, pricing: str) -> int:  # rows that pricing's update processes
         return r["kept_rows"] - r["silent_rows"] if pricing == "skip_silent" else r["kept_rows"]
     tr = training_rows(rows)
-    if any("kept_rows" not in r or "silent_rows" not in r for r in tr):
-        return None
     per_row = sum(r["update_s"] for r in tr) / max(sum(max(paid(r, ran), 1) for r in tr), 1)
     out, shift = {0: 0.0}, 0.0
     for r in tr:
@@ -140,14 +133,12 @@ def repriced_seconds(rows: list[dict], ran: str, to: str) -> dict[int, float] | 
 def repriced_study(study: dict, rows: dict, configs: dict[str, dict]) -> tuple[str, dict | str]:
     """The other pricing and the study's seconds under it (rows: seed -> arm -> metrics rows), or why
     they cannot be computed."""
-    ran = {a: update_pricing(configs.get(a, {})).split()[0] for by in study.values() for a in by}
+    ran = {a: update_pricing(configs[a]) for by in study.values() for a in by}
     to = "skip_silent" if set(ran.values()) == {"every_row"} else "every_row"
     out: dict = {}
     for s, arms in study.items():
         for a, pts in arms.items():
             secs = {p.step: p.seconds for p in pts} if ran[a] == to else repriced_seconds(rows[s][a], ran[a], to)
-            if secs is None:
-                return to, f"`{a}`'s metrics rows lack kept_rows and silent_rows (a run from before they were recorded)"
             if to == "skip_silent" and configs.get(a, {}).get("beta"):
                 return to, f"`{a}` ran with beta {configs[a]['beta']}, where leaving silent rows out is not exact"
             out.setdefault(s, {})[a] = [p._replace(seconds=secs[p.step]) for p in pts]
