@@ -140,8 +140,7 @@ def assemble(tokenizer, prompt_ids, prompt_mask, group, chunks: list[torch.Tenso
 @torch.no_grad()
 def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_tokens: int = 256,
                       temperature: float = 0.9, top_p: float = 1.0, batch_size: int = 64,
-                      max_prompt_tokens: int | None = None, do_sample: bool = True,
-                      progress: bool = False) -> Rollouts:
+                      max_prompt_tokens: int | None = None, do_sample: bool = True) -> Rollouts:
     """Sample `n` completions for each prompt string (already chat-formatted, see data.build_prompt);
     do_sample=False decodes greedily (evaluation). batch_size: sequences per `generate` call, which
     bounds memory; greedy completions do not depend on it, sampled ones follow the same distribution
@@ -156,13 +155,9 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
     sampling = generation_kwargs(do_sample, temperature, top_p)
 
     t0 = time.perf_counter()
-    starts = range(0, B, batch_size)
-    if progress:
-        from tqdm.auto import tqdm
-        starts = tqdm(starts, desc="rollouts", leave=False)
     chunks = []
     with generation_mode(model):
-        for s in starts:
+        for s in range(0, B, batch_size):
             out = model.generate(input_ids=prompt_ids[s:s + batch_size].to(device),
                                  attention_mask=prompt_mask[s:s + batch_size].to(device),
                                  max_new_tokens=max_new_tokens, pad_token_id=pad, eos_token_id=eos, **sampling)

@@ -56,9 +56,8 @@ def _decode(gen, prompt_ids, prompt_mask, group, kv, starts, batch_size, sampler
 @torch.no_grad()
 def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_tokens: int = 256,
                       temperature: float = 0.9, top_p: float = 1.0, batch_size: int = 64,
-                      max_prompt_tokens: int | None = None, do_sample: bool = True,
-                      progress: bool = False, fold_adapter: bool | None = None, pack_weights: bool | None = None,
-                      grow_in_place: bool = True, fuse_siblings: bool = True) -> Rollouts:
+                      max_prompt_tokens: int | None = None, do_sample: bool = True, fold_adapter: bool | None = None,
+                      pack_weights: bool | None = None, grow_in_place: bool = True, fuse_siblings: bool = True) -> Rollouts:
     """minipods.rollouts.generate_rollouts, plus the levers (None = where it applies): fold_adapter
     (folded_copy; CPU default, opt-in on CUDA), pack_weights and fuse_siblings (its pack and fuse),
     grow_in_place (fast.cache). meta: fold_s, prefill_s, decode_s, steps, and which levers applied."""
@@ -69,9 +68,6 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
     eos = eos_ids(model, tokenizer)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos[0]
     starts = range(0, prompt_ids.shape[0], batch_size)
-    if progress:
-        from tqdm.auto import tqdm
-        starts = tqdm(starts, desc="rollouts", leave=False)
     if fold_adapter is None:
         fold_adapter = device.type == "cpu" and can_fold(model)
     sampler = LogitsProcessorList([InverseCDFSampler(temperature, top_p)] if do_sample else [])
