@@ -885,7 +885,7 @@ def _seed_study(rng, k: int, equal_diffs: bool = False) -> dict:
     return out
 
 
-@exercise("05.1", "implement", "a seed-level interval", "3. Accuracy, lenient and strict, with intervals", "seed_interval", """
+@exercise("05.1", "implement", "a seed-level interval", "8. What the repository measured: the ten-seed study on the paper's design", "seed_interval", """
     **Exercise 05.1 (implement).** A study gives, per seed (one training run per arm), each arm's 0/1 answers to
     that seed's held-out questions. The run is the unit: write `seed_interval(per_seed)`, the mean over seeds of
     PODS's accuracy minus GRPO's with its 95% Student-t interval over seeds (`t975(df)` gives the quantile).
@@ -1103,7 +1103,7 @@ def _one_sided(d) -> float:
     return sum(sum(s * x for s, x in zip(p, d)) >= obs - 1e-12 for p in pats) / len(pats)
 
 
-@exercise("06.3", "observe", "how the paper's way moves with its target", "2. Time to GRPO's peak: \"1.7-2x sooner\"?",
+@exercise("06.3", "observe", "how the paper's way moves with its target", "2. Time to GRPO's peak: \"at least 1.7x faster\"?",
           "speedup_at_99", """
     **Exercise 06.3 (observe).** The paper says PODS "achieves the peak test accuracy of vanilla GRPO at least
     1.7x faster". The cell reads the ten runs' mean curves against the target `FRAC` x GRPO's mean-curve peak
@@ -1145,7 +1145,7 @@ def _mean_curve_speedup(frac: float) -> float:
     return t[g]["per_seed"][0]["seconds"] / t[q]["per_seed"][0]["seconds"]
 
 
-@exercise("06.4", "implement", "time to target from an accuracy curve", "2. Time to GRPO's peak: \"1.7-2x sooner\"?",
+@exercise("06.4", "implement", "time to target from an accuracy curve", "2. Time to GRPO's peak: \"at least 1.7x faster\"?",
           "time_to_reach", """
     **Exercise 06.4 (implement).** The rule `time_to_target` applies to each run: an arm is at the target at its
     first evaluation within one evaluation's standard error below it, sqrt(t (1 − t) / n) for target t and n
@@ -1192,7 +1192,7 @@ def _ttt_hint(curve, target, n, got) -> str:
     return "no interpolation between evaluations: the seconds of the evaluation itself, or None"
 
 
-@exercise("06.5", "implement", "the time-averaged accuracy", "2. Time to GRPO's peak: \"1.7-2x sooner\"?",
+@exercise("06.5", "implement", "the time-averaged accuracy", "7. The paper's runs vs this laptop",
           "time_averaged", """
     **Exercise 06.5 (implement).** Time to target needs a threshold, a grid of evaluations and censoring; the
     time-averaged accuracy needs none: the area under accuracy against training seconds from 0 to a budget,
