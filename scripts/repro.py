@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from minipods.cli import fail
-from minipods.train import _setup, make_config, make_optimizer, run_step
+from minipods.train import _setup, make_config, make_engine, run_step
 
 _INT_OF_WIDTH = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
@@ -74,7 +74,8 @@ def record_run(cfg, steps: int, policy=None) -> list[tuple[str, str]]:
     data, policy: minipods.train._setup). policy: a callable returning a fresh (model, tokenizer)
     (default: load cfg.model as training does)."""
     items, _, _, model, tok, device = _setup(cfg, *(policy() if policy else (None, None)))
-    optimizer = make_optimizer(model, cfg, device)
+    engine = make_engine(cfg, model, device)
+    optimizer = engine.optimizer
     rec = Recorder(model)
     params = {n: p for n, p in model.named_parameters() if p.requires_grad}
     step_fn = optimizer.step
@@ -91,7 +92,7 @@ def record_run(cfg, steps: int, policy=None) -> list[tuple[str, str]]:
         for step in range(1, steps + 1):
             rec.prefix = f"step {step}: "
             rec.add("torch RNG state", torch.get_rng_state())
-            row = run_step(model, tok, optimizer, cfg, items, step)
+            row = run_step(model, tok, engine, cfg, items, step)
             rec.add("kept rows", torch.tensor([i for g in row["kept_idx"] for i in g]))
             rec.add("loss", torch.tensor(row["loss"], dtype=torch.float64))
             for n, p in params.items():

@@ -123,7 +123,7 @@ def _peak_since(device: str, base: float) -> dict:
 def worker_minipods_step(a: dict) -> dict:
     from minipods.data import synthetic_problems
     from minipods.model import load_policy
-    from minipods.train import make_config, make_optimizer, run_step
+    from minipods.train import make_config, make_engine, run_step
     set_threads(a["threads"])
     torch.manual_seed(a["seed"])
     model, tok = load_policy(a["model"], dtype=a["dtype"], device=a["device"], lora_r=a["lora_r"],
@@ -135,13 +135,13 @@ def worker_minipods_step(a: dict) -> dict:
                       max_grad_norm=a["max_grad_norm"], optimizer="adamw", lora_r=a["lora_r"],
                       lora_alpha=a["lora_alpha"], seed=a["seed"], data="synthetic")
     device = str(next(model.parameters()).device)
-    optimizer = make_optimizer(model, cfg, device)
+    engine = make_engine(cfg, model, device)
     items = synthetic_problems(a["prompts"], seed=a["seed"])
     load_mb = torch.cuda.memory_allocated() / 2**20 if device.startswith("cuda") else rss_mb()
-    run_step(model, tok, optimizer, cfg, items, 1)
+    run_step(model, tok, engine, cfg, items, 1)
     base = _peak_start(device)
     t0, c0 = time.perf_counter(), time.process_time()
-    row = run_step(model, tok, optimizer, cfg, items, 2)
+    row = run_step(model, tok, engine, cfg, items, 2)
     sync(device)
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {"step_s": dt, "step_cpu_s": cpu, "rollout_s": row["rollout_s"], "update_s": row["update_s"],
