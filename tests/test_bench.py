@@ -11,7 +11,7 @@ import torch
 
 from minipods.fast.inference import onednn_linear_available
 from minipods.measure import bench, common, memory, speed
-from minipods.measure.bench import run_bench
+from minipods.measure.bench import model_context, run_bench
 from minipods.measure.common import fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, format_table
 from minipods.measure.config import BenchConfig, Context
 from minipods.train import make_config
@@ -91,7 +91,7 @@ def test_parts_on_the_tiny_model():
     model, tok = tiny_policy(seed=0)
     cfg = BenchConfig(n=4, max_new_tokens=6, m_values=[2, 4], repeats=1, logprob_batch=4, select_sizes=[16, 64],
                       quick=True, threads=1, speed_prompts=2, speed_n=4, speed_m=2, speed_max_new_tokens=6, speed_rounds=1)
-    out = run_bench(cfg, ["rollout", "update", "logprob", "select"], model=model, tokenizer=tok, log=lambda s: None)
+    out = run_bench(cfg, ["rollout", "update", "select"], model=model, tokenizer=tok, log=lambda s: None)
     ro = out["parts"]["rollout"]
     assert 0 < ro["batched"]["tokens"] <= 4 * 6 and 0 < ro["sequential"]["tokens"] <= 4 * 6
     assert ro["ratio"] == pytest.approx(ro["batched"]["tokens_per_s"] / ro["sequential"]["tokens_per_s"])
@@ -99,12 +99,6 @@ def test_parts_on_the_tiny_model():
     assert [p["m"] for p in up["points"]] == [2, 4]
     assert all(p["seconds"] > 0 and p["tokens"] > 0 and math.isfinite(p["peak_mb"]) for p in up["points"])
     assert math.isfinite(up["slope_s_per_rollout"])
-    lp = out["parts"]["logprob"]
-    assert lp["batch_size"] == 4 and lp["vocab"] == len(tok)
-    assert lp["max_abs_diff"] < 1e-4  # chunked and naive log-probs agree, with and without checkpointing
-    assert set(lp["runs"]) == {"plain", "grad_ckpt"}
-    assert all(math.isfinite(x["chunked"]["peak_mb"]) for x in lp["runs"].values())
-    assert not model.get_base_model().is_gradient_checkpointing  # switched back off
     # the fast-vs-plain halves (measure/speed.py): ratios of the measured numbers, the roofline of the decoder
     fs = ro["speed"]
     assert fs["n"] == 4 and fs["prompts"] == 2 and 0 < fs["fast"]["tokens"] <= 2 * 4 * 6
@@ -120,9 +114,9 @@ def test_parts_on_the_tiny_model():
     assert us["ratio_plain"] == pytest.approx(us["seconds"]["plain"] / us["seconds"]["fast"])
     assert any(f"{fs['x_limit']:.1f} x the limit" in line for line in out["table"].splitlines())
     assert any("plain / grpo_update time" in line for line in out["table"].splitlines())
-    assert set(out["parts"]) == {"rollout", "update", "logprob", "select"}
+    assert set(out["parts"]) == {"rollout", "update", "select"}
     parts_in_table = {line.split("|")[1].strip() for line in out["table"].splitlines()[2:]}
-    assert parts_in_table == {"rollout", "update", "logprob", "select"}
+    assert parts_in_table == {"rollout", "update", "select"}
     assert any(n.startswith("update:") for n in out["notes"])
 
 
@@ -259,3 +253,18 @@ def test_cli_bad_number_is_one_line_without_traceback(capsys):
     out = capsys.readouterr()
     assert out.out == ""
     assert out.err.splitlines() == ["python -m minipods.bench: error: argument --repeats: invalid int value: '1.5'"]
+
+
+def test_chunked_and_naive_logprobs_agree_and_are_metered():
+    """scripts/logprob_memory.py on the tiny model: the two log-prob passes agree, with and without
+    checkpointing, each with a measured peak, and checkpointing is switched back off."""
+    lm = load_script("logprob_memory")
+    model, tok = tiny_policy(seed=0)
+    cfg = BenchConfig(n=4, max_new_tokens=6, logprob_batch=4, logprob_chunk=4, quick=True, threads=1)
+    r = lm.part_logprob(model_context(cfg, "cpu", model, tok), cfg)
+    assert r["batch_size"] == 4 and r["vocab"] == len(tok) and r["chunk_tokens"] == 4
+    assert r["max_abs_diff"] < 1e-4
+    assert set(r["runs"]) == {"plain", "grad_ckpt"}
+    assert all(math.isfinite(x["chunked"]["peak_mb"]) and math.isfinite(x["naive"]["peak_mb"]) for x in r["runs"].values())
+    assert not model.get_base_model().is_gradient_checkpointing
+    assert [row[0] for row in lm.rows_logprob(r)] == ["logprob"] * 7

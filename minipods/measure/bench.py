@@ -5,11 +5,11 @@ The parts (PARTS, in order, each `part(ctx, cfg) -> dict` with `rows(result)`; s
 
   rollout    one batched generate of n vs n single calls; fast vs plain rollouts and the roofline (speed.py)
   update     time and peak memory for m = 2 ... 16 kept of one fixed set; grpo_update's log-prob passes (speed.py)
-  logprob    chunked vs full-vocabulary log-probs: peak memory of forward + backward, max abs difference
   select     max_variance time for n = 16 ... 1,000,000 and its log-log growth exponent
   costmodel  rollout and update seconds as lines: s/step of GRPO and PODS, break-even (costmodel.py)
 
-`--quick`: sizes for a shared 2-core CPU, 1 torch thread (2 ran far slower). TRL: scripts/vs_trl.py; GPU: scripts/gpu_step.py.
+`--quick`: sizes for a shared 2-core CPU, 1 torch thread (2 ran far slower). TRL: scripts/vs_trl.py; chunked log-prob memory:
+scripts/logprob_memory.py; GPU: scripts/gpu_step.py.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from minipods.measure.common import format_table
 from minipods.measure.config import DTYPES, POSITIVE, QUICK, BenchConfig, Context
 
 PARTS = {"rollout": (phases.part_rollout, phases.rows_rollout), "update": (phases.part_update, phases.rows_update),
-         "logprob": (phases.part_logprob, phases.rows_logprob), "select": (phases.part_select, phases.rows_select),
+         "select": (phases.part_select, phases.rows_select),
          "costmodel": (costmodel.part_costmodel, costmodel.rows_costmodel)}  # run in this order
-MODEL_PARTS = ("rollout", "update", "logprob", "costmodel")  # parts that use the in-process model
+MODEL_PARTS = ("rollout", "update", "costmodel")  # parts that use the in-process model
 
 NOTES = {
     "rollout": "batched/sequential: one generate call decodes all n sequences per forward pass, so the weights are "
@@ -41,9 +41,6 @@ NOTES = {
     "update": "update time grows ~linearly with the m kept rollouts (never with the n generated); peak memory is "
               "set by the micro-batch, so it stops growing once m >= micro-batch (memory: runs apart from the timed "
               "ones)",
-    "logprob": "naive materialises (batch x length x vocab) logits and their log-softmax for backward; the chunked "
-               "version keeps only (chunk x vocab) at a time and recomputes it in backward. Without checkpointing the "
-               "backbone's activations dominate a small model's peak; with it (the paper recipe) the logits do",
     "select": "max_variance sorts once (O(n log n)) and scores m+1 candidates: exponent ~1; at small n fixed "
               "numpy overhead dominates, which pulls the all-n exponent below 1",
 }
@@ -70,29 +67,34 @@ def validate(cfg: BenchConfig, parts: list[str]) -> None:
              f"the {'update' if 'update' in parts else 'costmodel'} part needs >= 2 --m-values <= --n={cfg.n}, got {cfg.m_values}")
 
 
+def model_context(cfg: BenchConfig, device: str, model=None, tokenizer=None, log=print) -> Context:
+    """The model parts' context: the given policy (else --model loaded as training loads it) and one prompt."""
+    from minipods.data import build_prompt, synthetic_problems
+    from minipods.model import load_policy
+    from minipods.twins import arch as _twins  # noqa: F401  (registers the random: model names)
+    if model is None:
+        log(f"loading {cfg.model} ({cfg.dtype}) ...")
+        model, tokenizer = load_policy(cfg.model, dtype=cfg.dtype, device=device, lora_r=cfg.lora_r,
+                                       lora_alpha=cfg.lora_alpha)
+    # one GSM8K-style prompt: a seeded synthetic word problem (no data download)
+    prompt = build_prompt(tokenizer, synthetic_problems(1, seed=cfg.seed)[0]["question"])
+    return Context(device=str(next(model.parameters()).device), model=model, tok=tokenizer, prompt=prompt)
+
+
 def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, log=print) -> dict:
     """The selected parts' results (bench.json); without `model`/`tokenizer` the model parts load --model."""
     import importlib.metadata as md
     import importlib.util
 
-    from minipods.data import build_prompt, synthetic_problems
-    from minipods.model import default_device, load_policy
-    from minipods.twins import arch as _twins  # noqa: F401  (registers the random: model names)
+    from minipods.model import default_device
     validate(cfg, parts)
-    parts = [p for p in PARTS if p in parts]  # fixed order: rollout feeds update and logprob
+    parts = [p for p in PARTS if p in parts]  # fixed order: rollout feeds update
     if cfg.threads:  # 0: torch's default
         torch.set_num_threads(cfg.threads)
     device = default_device() if cfg.device == "auto" else cfg.device
     t_start = time.perf_counter()
-    ctx = Context(device=device)
-    if any(p in MODEL_PARTS for p in parts):
-        if model is None:
-            log(f"loading {cfg.model} ({cfg.dtype}) ...")
-            model, tokenizer = load_policy(cfg.model, dtype=cfg.dtype, device=device, lora_r=cfg.lora_r,
-                                           lora_alpha=cfg.lora_alpha)
-        ctx.model, ctx.tok, ctx.device = model, tokenizer, str(next(model.parameters()).device)
-        # one GSM8K-style prompt: a seeded synthetic word problem (no data download)
-        ctx.prompt = build_prompt(tokenizer, synthetic_problems(1, seed=cfg.seed)[0]["question"])
+    ctx = model_context(cfg, device, model, tokenizer, log) if any(p in MODEL_PARTS for p in parts) \
+        else Context(device=device)
     results: dict = {}
     for part in parts:
         log(f"[{part}] ...")

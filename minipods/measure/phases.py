@@ -1,4 +1,4 @@
-"""The bench's parts on one model: rollout throughput, update cost against m, log-prob memory, selection time.
+"""The bench's parts on one model: rollout throughput, update cost against m, selection time.
 
 PODS's asymmetry (paper, Section 3) on one fixed set of n rollouts (config.fixed_rollouts); what each
 part compares: measure/bench.py. Memory runs (memory.MemoryMeter) are apart from the timed ones.
@@ -12,8 +12,7 @@ import numpy as np
 import torch
 
 from minipods.measure import speed
-from minipods.measure.common import (best_seconds, fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, grpo_timer, ratio,
-                                     sync)
+from minipods.measure.common import best_seconds, fit_linear, fit_power_law, fmt_mb, fmt_s, fmt_x, grpo_timer, ratio
 from minipods.measure.config import BenchConfig, Context, fixed_rollouts
 from minipods.measure.memory import MemoryMeter
 
@@ -96,60 +95,6 @@ def rows_update(r: dict) -> list[list[str]]:
         rows.append(["update", f"peak memory for m >= micro-batch {r['micro_batch_size']}",
                      f"{fmt_mb(lo)} .. {fmt_mb(hi)} (slope {r['mem_slope_mb_per_rollout']:+.0f} MB per kept rollout)"])
     return rows + speed.rows_update_speed(r["speed"])
-
-
-def part_logprob(ctx: Context, cfg: BenchConfig) -> dict:
-    """Chunked vs naive log-probs, forward+backward on one batch, without and with gradient checkpointing
-    (the paper's: it leaves mostly the head's (tokens x vocab) logits, which chunking bounds)."""
-    from minipods.grpo import naive_token_logprobs, token_logprobs
-    from minipods.model import base_model_of
-    ro = fixed_rollouts(ctx, cfg)
-    b = ro.select(list(range(min(cfg.logprob_batch, len(ro)))))
-    model, base, args = ctx.model, base_model_of(ctx.model), (b.prompt_ids, b.prompt_mask, b.completion_ids,
-                                                              b.completion_mask)
-
-    def run(fn, **kw):
-        model.zero_grad(set_to_none=True)
-        with MemoryMeter(ctx.device) as mm:
-            logp = fn(model, *args, **kw)
-            (-(logp.sum()) / max(int(b.completion_mask.sum()), 1)).backward()
-            sync(ctx.device)
-        model.zero_grad(set_to_none=True)
-        return logp.detach().float().cpu(), {"peak_mb": mm.delta_mb}
-
-    model.train()
-    with torch.no_grad():  # warm-up
-        token_logprobs(model, *[a[:1] for a in args], chunk_tokens=cfg.logprob_chunk)
-    runs, mask = {}, b.completion_mask.bool()
-    for name, ckpt in (("plain", False), ("grad_ckpt", True)):
-        if ckpt:
-            base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        try:
-            lp_c, chunked = run(token_logprobs, chunk_tokens=cfg.logprob_chunk)
-            lp_n, naive = run(naive_token_logprobs)
-        finally:
-            if ckpt:
-                base.gradient_checkpointing_disable()
-        runs[name] = {"chunked": chunked, "naive": naive, "ratio": ratio(naive["peak_mb"], chunked["peak_mb"]),
-                      "max_abs_diff": float((lp_c - lp_n)[mask].abs().max()) if mask.any() else 0.0}
-    return {"batch_size": len(b), "seq_len": b.prompt_ids.shape[1] + b.completion_ids.shape[1],
-            "completion_tokens": int(b.completion_mask.sum()), "vocab": base.get_output_embeddings().weight.shape[0],
-            "chunk_tokens": cfg.logprob_chunk, "runs": runs, "ratio": runs["plain"]["ratio"],
-            "ratio_grad_ckpt": runs["grad_ckpt"]["ratio"], "max_abs_diff": max(r["max_abs_diff"] for r in runs.values())}
-
-
-def rows_logprob(r: dict) -> list[list[str]]:
-    what = f"B={r['batch_size']}, L={r['seq_len']}, V={r['vocab']}, fwd+bwd"
-    rows = []
-    for name, label in (("plain", "no ckpt"), ("grad_ckpt", "grad ckpt")):
-        x = r["runs"][name]
-        c, n = x["chunked"], x["naive"]
-        rows += [["logprob", f"{label}: chunked gather/logsumexp ({r['chunk_tokens']} tok/chunk), {what}",
-                  f"peak +{fmt_mb(c['peak_mb'])}"],
-                 ["logprob", f"{label}: naive full-vocab log_softmax, {what}", f"peak +{fmt_mb(n['peak_mb'])}"],
-                 ["logprob", f"{label}: naive / chunked peak memory", fmt_x(x["ratio"])]]
-    rows.append(["logprob", "max abs diff, chunked vs naive log-probs", f"{r['max_abs_diff']:.2e}"])
-    return rows
 
 
 def part_select(ctx: Context, cfg: BenchConfig, m_frac: float = 0.25) -> dict:
