@@ -3,6 +3,10 @@ Static only: the install itself is scripts/check_colab_install.sh (it downloads 
 import re
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.docs  # its own tier: CI runs it; `-m 'not docs'` skips it
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_OWN = {"torch", "numpy", "jupyter", "ipykernel"}  # what the notebook has and pip must not replace
 

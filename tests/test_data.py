@@ -50,7 +50,7 @@ def test_bad_lines_name_file_and_line(tmp_path, line, msg):
     d = _write(tmp_path, [good, good, line])
     with pytest.raises(ValueError) as e:
         load_gsm8k("train", data_dir=d)
-    assert f"train.jsonl:3" in str(e.value) and msg in str(e.value)
+    assert "train.jsonl:3" in str(e.value) and msg in str(e.value)
 
 
 @pytest.fixture

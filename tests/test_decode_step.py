@@ -6,6 +6,8 @@ import pytest
 
 from conftest import load_script
 
+pytestmark = pytest.mark.measure  # its own tier: CI runs it; `-m 'not measure'` skips it
+
 decode_step = load_script("decode_step")
 PartTimer = decode_step.PartTimer
 

@@ -20,6 +20,7 @@ def rows():
     return P.read_rows()
 
 
+@pytest.mark.docs
 def test_data_ships_with_its_notice_and_as_package_data():
     folder = P.CSV.parent
     assert P.CSV.is_file() and P.CSV.parent.parent == Path(P.__file__).parent

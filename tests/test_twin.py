@@ -140,14 +140,6 @@ def test_shrunk_twin_forward_and_lora_update():
     assert all(torch.equal(p, frozen[n]) for n, p in model.named_parameters() if n in frozen)
 
 
-def test_train_cli_unknown_twin_exits_2_with_one_line(capsys):
-    from minipods.train import main
-    assert main(["--model", "random:nope"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err
-    assert err.startswith("minipods.train: error: unknown twin 'nope'; known: " + ", ".join(KNOWN))
-
-
 @pytest.mark.filterwarnings("ignore:'minipods.train' found in sys.modules:RuntimeWarning")
 def test_train_two_steps_on_a_shrunk_twin(tmp_path, monkeypatch):
     """`python -m minipods.train --model random:...` end to end on a CPU (tiny lengths). In-process:
