@@ -13,6 +13,15 @@ if os.environ.get("MINIPODS_GSM8K_DIR"):
     os.environ["MINIPODS_GSM8K_DIR"] = str(Path(os.environ["MINIPODS_GSM8K_DIR"]).resolve())
 
 
+
+@pytest.fixture(autouse=True)
+def _learning_curve_only_where_checked(request, monkeypatch):
+    """The figure a run draws at its end (learning_curve.png) takes a tiny test run about half its time: drawn only
+    in tests marked `learning_curve` (the ones that check it); analysis.plots keeps its own reference, tested apart."""
+    if request.node.get_closest_marker("learning_curve") is None:
+        import minipods.learning_curve
+        monkeypatch.setattr(minipods.learning_curve, "plot_learning_curve", lambda *a, **k: None)
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked `cuda` need a CUDA GPU: skipped (with the reason) where there is none."""
     cuda_items = [it for it in items if it.get_closest_marker("cuda")]

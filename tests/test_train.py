@@ -64,6 +64,7 @@ def test_train_writes_metrics_config_and_adapter(tmp_path):
         T.train(cfg, *tiny_policy())
 
 
+@pytest.mark.learning_curve
 def test_every_evaluation_writes_question_rows(tmp_path):
     from minipods.data import load_task
     from minipods.analysis.results import read_eval
