@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from minipods.stats import (mcnemar_p, mean_interval, newcombe_paired, paired_difference, ratio_interval,
-                                     sign_flip_p, wilson_interval)
+                                     sign_flip_p, t975, wilson_interval)
 
 # Newcombe (1998), "Two-sided confidence intervals for the single proportion: comparison of seven
 # methods", Stat Med 17:857, Table II: method 3 (Wilson score), 4 decimals.
@@ -146,7 +146,35 @@ def test_sign_flip_p_enumerates_every_sign_pattern():
     assert sign_flip_p([0.1, 0.2, 0.1, 0.3, 0.05]) == 2 / 32
     # 3, -1, -1 (observed |sum| 1): the 8 signed sums are 5, 3, 3, 1, -1, -3, -3, -5, all at least 1 in size
     assert sign_flip_p([3.0, -1.0, -1.0]) == 1.0
-    assert sign_flip_p([]) is None and sign_flip_p([1.0] * 13) is None  # beyond exact enumeration
+    assert sign_flip_p([]) is None
+    assert sign_flip_p([1.0] * 16) == 2 / 2**16  # the largest exact enumeration
+
+
+def test_beyond_exact_enumeration_the_sign_flip_p_is_a_monte_carlo_estimate():
+    """A class of 20-80 students: 2^k patterns are too many, so seeded draws; the estimate stays near the t-test's
+    p (which the sign-flip p approaches with many seeds), is never 0, and repeats."""
+    rng = np.random.default_rng(5)
+    for k in (17, 24, 40):
+        x = rng.normal(0.3, 1.0, k).tolist()
+        p = sign_flip_p(x)
+        assert p == sign_flip_p(x) and 0 < p <= 1
+        t = abs(np.mean(x)) / (np.std(x, ddof=1) / np.sqrt(k))  # the t-test's p, which the sign-flip p approaches
+        assert abs(p - 2 * (1 - _t_cdf(t, k - 1))) < 0.03, (k, p)
+    assert 0 < sign_flip_p([1.0] * 17) < 1e-4  # all one way: the exact p is 2 / 2^17; an estimate never says 0
+
+
+def _t_cdf(t, df, n=20000):
+    """Student's t CDF by numerical integration (no scipy in the requirements)."""
+    xs = np.linspace(0, t, n)
+    from math import gamma, pi, sqrt
+    c = gamma((df + 1) / 2) / (sqrt(df * pi) * gamma(df / 2))
+    return 0.5 + np.trapezoid(c * (1 + xs**2 / df) ** (-(df + 1) / 2), xs)
+
+
+def test_t975_beyond_the_table_follows_the_t_distribution():
+    for df in (31, 40, 80, 200):
+        assert abs(_t_cdf(t975(df), df) - 0.975) < 1e-5, df
+    assert t975(30) == 2.042 and t975(31) < t975(30) and t975(1000) > 1.96
 
 
 def test_ratio_interval_is_a_t_interval_on_log_ratios():
