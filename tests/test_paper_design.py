@@ -202,4 +202,4 @@ def test_class_study_sizing_noise_and_power_table():
     half, found = (float(x) for x in rows[2].split("|")[2].strip().lstrip("±").split(" / "))
     assert half == pytest.approx(2.262 * 10 / math.sqrt(10), abs=0.05) and found == pytest.approx(10.0, abs=0.6)
     assert rows[3].startswith(f"| 40 | ±{2.023 * 10 / math.sqrt(40):.1f} / ")  # t(39), not the normal's 1.96
-    assert D.t_quantile(39) == pytest.approx(2.0227, abs=5e-4) and D.t_quantile(79) == pytest.approx(1.9905, abs=5e-4)
+    assert D.t975(39) == pytest.approx(2.0227, abs=5e-4) and D.t975(79) == pytest.approx(1.9905, abs=5e-4)
