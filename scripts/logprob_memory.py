@@ -85,7 +85,9 @@ def main(argv=None) -> int:
     from minipods.measure.common import format_table
     from minipods.model import default_device
 
-    args = build_parser(PROG).parse_args(argv)
+    parser = build_parser(PROG)
+    parser.description = __doc__.split("\n\n")[0]  # the bench's flags, this script's job (--parts is not used)
+    args = parser.parse_args(argv)
     cfg = config_from_args(args)
     try:
         validate(cfg, None)

@@ -251,7 +251,9 @@ def main(argv=None) -> int:
     from minipods.measure.config import Context
     from minipods.model import default_device
 
-    args = build_parser("python scripts/vs_trl.py").parse_args(argv)
+    parser = build_parser("python scripts/vs_trl.py")
+    parser.description = __doc__.split("\n\n")[0]  # the bench's flags, this script's job (--parts is not used)
+    args = parser.parse_args(argv)
     cfg = config_from_args(args)
     try:
         validate(cfg, None)

@@ -28,8 +28,8 @@ class BenchConfig:
     m_values: list[int] = setting([2, 4, 8, 16], "kept-rollout counts for the update part (each <= n)")
     micro_batch_size: int = setting(4, "sequences per forward/backward (update, trl)")
     repeats: int = setting(3, "timed repeats per update point: median time, max memory (quick: 1)")
-    logprob_batch: int = setting(16, "sequences in the logprob part (quick: 4)")
-    logprob_chunk: int = setting(512, "tokens per chunk in the logprob part; the update part uses the "
+    logprob_batch: int = setting(16, "sequences in scripts/logprob_memory.py (quick: 4)")
+    logprob_chunk: int = setting(512, "tokens per chunk in scripts/logprob_memory.py; the update part uses the "
                                       "training default, 512 (quick: 64)")
     select_sizes: list[int] = setting([16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1_000_000],
                                       "n values for the select part")
