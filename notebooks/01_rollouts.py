@@ -9,9 +9,12 @@
 # %% [markdown]
 # # 01 · Rollouts: sampling *n* completions per prompt
 #
-# **Question.** Why is generating many rollouts per prompt cheap, and what exactly does a batch of rollouts hold?
+# > * **You will learn:** (1) what a batch of rollouts holds: left-padded prompts, completions masked after their first EOS, rows grouped by prompt; (2) how the temperature sets how different a prompt's n rollouts are; (3) why n rollouts in one call cost far less than n calls (the roofline: memory-bound decoding).
+# > * **Comes first:** nothing (set-up: the README's "Start here").
+# > * **Time here** (AMD EPYC family 25 model 1 (Zen 3), 2 cores, idle; `scripts/run_notebooks.py`, 2026-12-04): full mode 5 min 44 s, of it section 3 (batched generation) 1 min 51 s and section 5 (throughput against the batch) 3 min 4 s; small mode (as tests/test_notebooks.py runs it, one thread) 19 s.
+# > * **You should see:** in section 5, "16 sequences in one call cost ...x one sequence" with the throughput rising with B.
 #
-# **Time here**: several minutes in full mode on a 2-core CPU, under a minute in small mode; the last cell prints this run's total.
+# **Question.** Why is generating many rollouts per prompt cheap, and what exactly does a batch of rollouts hold?
 #
 # PODS (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026) starts from one observation about RL for LLMs with verifiable rewards:
 # every training step has two phases with very different costs.
@@ -28,21 +31,38 @@
 #
 # The model is SmolLM2-135M-Instruct (the package's offline default); the paper uses
 # Qwen2.5-3B-Instruct. `MINIPODS_NB_SMALL=1` shrinks every size below.
+#
+# **Set-up.** The first cell imports minipods (installed with `pip install -e .` in the repository:
+# scripts/setup.sh does it) and this folder's helpers, `lessons.py` (figures and timing tools; Jupyter
+# starts the kernel in the notebook's own folder). On Colab or another fresh runtime, first run
+# docs/gpu.md's install cell ("On a Colab T4": clone into `/content/minipods`,
+# `pip install -r requirements-colab.txt`, `pip install --no-deps -e .`) and restart the runtime once;
+# the first cell then works in the clone's `notebooks/` folder. Without minipods it stops with one line
+# saying how to install it.
+# Everything here runs on the CPU, on a GPU runtime too (`DEVICE = "cpu"`): what this notebook
+# measures is a CPU.
 
 # %%
-import os, time, warnings
+import os, sys, time, warnings
+from pathlib import Path
 
-import minipods  # installed by scripts/setup.sh (pip install -e .)
-
+if "google.colab" in sys.modules and Path("/content/minipods/notebooks").is_dir():
+    os.chdir("/content/minipods/notebooks")  # Colab, after docs/gpu.md's install cell: work in the clone's notebooks/
+try:
+    import minipods
+    import lessons  # this folder's figures and timing tools
+except ImportError as e:
+    raise SystemExit(f"{e.name} not found: run `pip install -e .` in the minipods repository and open this notebook "
+                     "from its notebooks/ folder (on Colab: docs/gpu.md's install cell, then restart)") from None
 import torch
 
-import lessons  # the notebooks' helpers: figures and the timing tools of section 5
-
-warnings.filterwarnings("ignore", category=FutureWarning)
+DEVICE = "cpu"  # this notebook times a CPU: on a GPU runtime too, its models stay on the CPU
 SMALL = os.environ.get("MINIPODS_NB_SMALL") == "1"  # tiny sizes (the test suite sets this)
+warnings.filterwarnings("ignore", category=FutureWarning)
 T0 = time.perf_counter()
 torch.manual_seed(0)
-print(f"{'SMALL' if SMALL else 'full'} mode | torch {torch.__version__} | {torch.get_num_threads()} CPU threads")
+print(f"{'SMALL' if SMALL else 'full'} mode | torch {torch.__version__} | {torch.get_num_threads()} CPU threads | "
+      f"models on {DEVICE}" + (" (a GPU is present and left alone)" if torch.cuda.is_available() else ""))
 
 # %% [markdown]
 # ## 1. The policy
@@ -56,7 +76,7 @@ print(f"{'SMALL' if SMALL else 'full'} mode | torch {torch.__version__} | {torch
 from minipods.model import load_policy, count_parameters, generation_mode
 from minipods.twins.tiny import tiny_policy
 
-model, tok = tiny_policy() if SMALL else load_policy()  # SMALL: the package's tiny random test model
+model, tok = tiny_policy() if SMALL else load_policy(device=DEVICE)  # SMALL: the package's tiny random test model
 p0 = next(model.parameters())
 print(type(model.get_base_model()).__name__, "|", p0.dtype, "|", p0.device)
 counts = count_parameters(model)
@@ -155,6 +175,38 @@ print("finished with EOS:", sum(int(ro.completion_ids[i, int(cm[i].sum()) - 1]) 
       "of", len(ro), "| the rest hit max_new_tokens =", max_new)
 
 # %% [markdown]
+# **Exercise 01.1 (implement).** Left padding puts every prompt's pads first, so a real token's column is
+# not its position. Write `positions(mask)`: for a left-padded (B, L) attention mask, number each row's
+# real tokens 0, 1, 2, ... from its first real token, exactly as if the row had no padding (what the pads
+# get does not matter). The check runs it against `minipods.rollouts.positions_from_mask` on random masks.
+
+# %%
+from exercises import check
+import torch
+
+def positions(mask):
+    """(B, L) position ids of a left-padded 0/1 mask (B, L): each row's real tokens numbered 0, 1, 2, ..."""
+    raise NotImplementedError("01.1: your code here")
+
+check("01.1", positions)
+
+# %% [markdown]
+# **Exercise 01.2 (implement).** `generate` pads every finished row until the longest one ends. Write
+# `completion_mask(ids, eos_ids)`: 1 on each row's sampled tokens up to *and including* its first token
+# that is in `eos_ids`, 0 after it; a row with no EOS is all 1. The check compares with
+# `minipods.rollouts.completion_mask_from_ids` on random token rows and EOS sets.
+
+# %%
+from exercises import check
+import torch
+
+def completion_mask(ids, eos_ids):
+    """(B, C) 0/1 mask for sampled token ids (B, C): 1 up to and including each row's first EOS, then 0."""
+    raise NotImplementedError("01.2: your code here")
+
+check("01.2", completion_mask)
+
+# %% [markdown]
 # ## 4. Sampling temperature
 #
 # Rollouts are sampled at temperature $T$ (paper: $0.9$): the next token is drawn from
@@ -189,6 +241,28 @@ for label, kw in [("greedy", dict(do_sample=False)), ("T=0.5", dict(temperature=
         assert len(set(r.texts)) == 1, "greedy decoding of one prompt must repeat itself"
 
 # %% [markdown]
+# **Exercise 01.3 (observe).** The cell draws 1,000 next tokens from softmax(z / T) for eight made-up
+# logits with the fast engine's sampler (`minipods.fast.sampler.sample_inverse_cdf`, seeded). Change `T`
+# to 0.3, then 1.5, and rerun each time. Answer: at T = 0.3, what share of the draws is the most likely
+# token (0.5 for half)? What would that do to the n rollouts of one prompt?
+
+# %%
+from exercises import check
+import torch
+from minipods.fast.sampler import sample_inverse_cdf
+
+T = 0.9  # change me: 0.3, 1.5
+z = torch.tensor([4.0, 3.2, 2.5, 2.5, 1.0, 0.0, -1.0, -3.0])  # logits of eight tokens
+p = torch.softmax(z / T, -1)
+u = torch.rand(1000, generator=torch.Generator().manual_seed(0))
+draws = sample_inverse_cdf(p.expand(1000, -1).contiguous(), u)
+print(f"T = {T}: entropy {float(-(p * p.log()).sum()):.2f} nats | the top token drawn "
+      f"{float((draws == 0).float().mean()):.1%} of 1000 times | {len(draws.unique())} distinct tokens")
+top_share_at_03 = None  # your answer: the top token's share of the draws at T = 0.3
+
+check("01.3", top_share_at_03)
+
+# %% [markdown]
 # ## 5. Why inference is cheap to parallelise
 #
 # One decoding step of a batch of $B$ sequences reads every weight once, whatever $B$, and does about
@@ -206,6 +280,8 @@ for label, kw in [("greedy", dict(do_sample=False)), ("T=0.5", dict(temperature=
 # median beside it.
 
 # %%
+import numpy as np
+
 batch_sizes = [1, 2, 4] if SMALL else [1, 2, 4, 8, 16]
 new_tokens = 12 if SMALL else 48
 REPEATS = 3
@@ -217,11 +293,18 @@ for _ in range(REPEATS):  # in rounds over all B: a slow spell on a shared CPU t
             torch.manual_seed(0)  # the same tokens every repeat: only the timing varies
             r = generate_rollouts(model, tok, prompts[:1], B, max_new_tokens=max_new, batch_size=B)
             runs[B].append((max_new, r.seconds, r.num_tokens, r.completion_ids.shape[1]))
-bench = lessons.batch_timing(runs)  # per B: fastest call, median, tokens/s, prefill, decode step
-for b in bench:
-    print(f"B={b['B']:2d}: {b['call_s']:6.2f} s per call (fastest of {REPEATS}; median {b['median_s']:.2f} s), "
-          f"{b['tokens_per_s']:6.1f} tokens/s | prefill {b['prefill_s']:5.2f} s, "
-          f"decode step {1e3 * b['step_s']:6.1f} ms")
+# per B: the fastest full call, its median, tokens/s of that call, the fastest prefill, and the decode step
+# = (call - prefill) / (columns - 1): generate stops when every row has hit EOS or the limit
+bench = []
+for B, rs in runs.items():
+    full = [r for r in rs if r[0] == new_tokens]
+    _, call_s, tokens, columns = min(full, key=lambda r: r[1])
+    prefill_s = min(r[1] for r in rs if r[0] == 1)
+    bench.append({"B": B, "call_s": call_s, "median_s": float(np.median([r[1] for r in full])),
+                  "tokens_per_s": tokens / call_s, "prefill_s": prefill_s,
+                  "step_s": (call_s - prefill_s) / max(columns - 1, 1)})
+    print(f"B={B:2d}: {call_s:6.2f} s per call (fastest of {REPEATS}; median {bench[-1]['median_s']:.2f} s), "
+          f"{tokens / call_s:6.1f} tokens/s | prefill {prefill_s:5.2f} s, decode step {1e3 * bench[-1]['step_s']:6.1f} ms")
 
 # %%
 lessons.plot_batch_timing(bench, new_tokens, REPEATS)
@@ -237,37 +320,59 @@ if not SMALL:  # wall-clock claims: checked on the full run only
     assert cost_ratio < B_max  # B sequences in one call cost less than B calls of one
 
 # %% [markdown]
-# Where does the time go? The cell below measures this machine's memory bandwidth and float32 matmul
-# rate, prices one decode step's matrix products with them (the roofline: every linear weight read
-# once, 2 FLOPs per weight per row), and times those matrix products alone (random inputs, the same
-# weights) beside the decode step measured above. The rest of the step is everything else it does:
-# attention over the KV cache, the cache's bookkeeping, sampling the next token, and Python and PyTorch
-# dispatching hundreds of small operations (30 layers, and LoRA's two extra products on every projection).
+# Where does the time go? One decode step of $B$ rows multiplies every linear weight (the base
+# projections, LoRA's $A$ and $B$, which the plain `generate` runs unmerged, and the LM head) by $B$
+# one-token rows. With $W$ weights taking $W_b$ bytes, a memory bandwidth $\beta$ (bytes/s) and a matmul
+# rate $F$ (FLOP/s), its matrix products cannot take less than
+#
+# $$t_\text{mem} = \frac{W_b}{\beta}\ \ (\text{every weight read once, whatever } B),\qquad
+# t_\text{flop}(B) = \frac{2\,W\,B}{F}\ \ (2 \text{ FLOPs per weight per row}),$$
+#
+# and the step is memory-bound while $t_\text{mem} > t_\text{flop}(B)$. The two are equal at the
+# crossover $B^* = F\,(W_b/W) / (2\beta)$: $F$ times the bytes per weight over twice the bandwidth.
+#
+# The cell measures $\beta$ and $F$ on this machine (`minipods.measure.speed.machine_limits`: a sum
+# over a buffer far larger than the caches, and a square float32 `F.linear`, best of 3 rounds), prices
+# the step's matrix products with them, and times those matrix products alone
+# (`lessons.weight_matmul_seconds`: random inputs, the same weights) beside the decode step measured
+# above. The rest of the step is everything else it does: attention over the KV cache, the cache's
+# bookkeeping, sampling the next token, and Python and PyTorch dispatching hundreds of small operations
+# (30 layers, and LoRA's two extra products on every projection).
 
 # %%
-rates = lessons.machine_rates(SMALL)
-roof = {r["B"]: r for r in lessons.decode_roofline(model, rates, batch_sizes)}
-mm = lessons.weight_matmul_seconds(model, batch_sizes)
+from minipods.measure.speed import machine_limits
+
+rates = machine_limits(256, 32, device=DEVICE) if SMALL else machine_limits(device=DEVICE)  # SMALL: small buffers
+beta, F = rates["mem_gbs"] * 1e9, rates["fp32_tflops"] * 1e12                             # bytes/s, FLOP/s
+ws = [mod.weight for mod in model.modules() if isinstance(mod, torch.nn.Linear)]           # every weight of a step
+W, W_b = sum(w.numel() for w in ws), sum(w.numel() * w.element_size() for w in ws)
+t_mem = W_b / beta                                                                          # the same for every B
+t_flop = {B: 2 * W * B / F for B in batch_sizes}
+mm = lessons.weight_matmul_seconds(model, batch_sizes)  # the matrix products alone, timed
 print(f"this machine ({rates['threads']} CPU threads): memory {rates['mem_gbs']:.1f} GB/s, float32 matmuls "
-      f"{1e3 * rates['fp32_tflops']:.0f} GFLOP/s | linear weights read per step {roof[1]['weight_mib']:.1f} MiB")
+      f"{1e-9 * F:.0f} GFLOP/s | linear weights read per step {W_b / 2**20:.1f} MiB")
 for b in bench:
-    B, r = b["B"], roof[b["B"]]
+    B = b["B"]
     print(f"B={B:2d}: decode step {1e3 * b['step_s']:6.1f} ms = matrix products {1e3 * mm[B]:6.1f} ms + rest "
-          f"{1e3 * (b['step_s'] - mm[B]):6.1f} ms | roofline: weights {1e3 * r['memory_s']:5.1f} ms, "
-          f"arithmetic {1e3 * r['compute_s']:5.1f} ms -> {r['bound']}-bound")
+          f"{1e3 * (b['step_s'] - mm[B]):6.1f} ms | roofline: weights {1e3 * t_mem:5.1f} ms, "
+          f"arithmetic {1e3 * t_flop[B]:5.1f} ms -> {'memory' if t_mem > t_flop[B] else 'compute'}-bound")
+
+# %% [markdown]
+# The crossover $B^*$ on this machine (float32: 4 bytes per weight), and the same formula fed with an
+# L40S's datasheet (the paper's GPU: 864 GB/s, 362 TFLOP/s dense bf16, 2 bytes per weight), which is an
+# estimate, not a measurement.
 
 # %%
-B_star = lessons.crossover_batch(4, rates["mem_gbs"], rates["fp32_tflops"])  # float32: 4 bytes per weight
-gpu = lessons.L40S_DATASHEET
-B_gpu = lessons.crossover_batch(2, gpu["mem_gbs"], gpu["bf16_tflops"])  # bf16: 2 bytes per weight
+B_star = F * 4 / (2 * beta)                     # float32 weights
+L40S = {"mem_gbs": 864.0, "bf16_tflops": 362.0}  # datasheet values: not measured here
+B_gpu = L40S["bf16_tflops"] * 1e12 * 2 / (2 * L40S["mem_gbs"] * 1e9)
 print(f"crossover (arithmetic takes as long as reading the weights): B* = {B_star:.0f} on this machine; "
-      f"{B_gpu:.0f} on an L40S (the paper's GPU) from its datasheet ({gpu['mem_gbs']:.0f} GB/s, "
-      f"{gpu['bf16_tflops']:.0f} TFLOP/s bf16), bf16 weights: an estimate, not measured here")
+      f"{B_gpu:.0f} on an L40S from its datasheet, bf16 weights: an estimate, not measured here")
 step = {b["B"]: b["step_s"] for b in bench}
 print(f"B=1 -> 2: decode step x{step[2] / step[1]:.2f}, its matrix products x{mm[2] / mm[1]:.2f} | "
       f"B=2 -> 4: decode step x{step[4] / step[2]:.2f}, its matrix products x{mm[4] / mm[2]:.2f}")
 if not SMALL:  # derived from timings: checked on the full run only (the reading below)
-    assert roof[1]["bound"] == "memory" and B_star < 64 < B_gpu
+    assert t_mem > t_flop[1] and B_star < 64 < B_gpu
     assert mm[B_max] / mm[1] < B_max / 2  # the matrix products grow far slower than B
     assert step[2] / step[1] > step[4] / step[2] and mm[2] / mm[1] > mm[4] / mm[2]  # the jump at B = 1 -> 2
 
@@ -286,7 +391,31 @@ if not SMALL:  # derived from timings: checked on the full run only (the reading
 #   catches up with the weight reading.
 # * The prefill grows with $B$ all along (it processes $B \times$ the prompt's tokens), and past $B^*$ the
 #   roofline makes the decode step compute-bound: both keep the throughput below perfect scaling.
-#
+
+# %% [markdown]
+# **Exercise 01.4 (predict, then run).** Section 5 put the L40S's crossover B* at bf16 weights, 2 bytes
+# each. The paper stores the frozen base in 4 bits (QLoRA, notebook 04): half a byte per weight read, while
+# the arithmetic stays 2 FLOPs per weight per row (864 GB/s, 362 TFLOP/s bf16, datasheet). Predict the batch
+# size B* above which the step's arithmetic takes longer than reading the weights (compute-bound), then run
+# the next cell, which prices the step with `minipods.measure.speed.roofline` (the 4-bit scales and the
+# unpacking left out).
+
+# %%
+from exercises import check
+crossover_prediction = None  # your prediction: B*, the batch size where the step turns compute-bound
+
+# %%
+from minipods.measure.speed import roofline
+
+N = 3.09e9  # Qwen2.5-3B's weights (any N gives the same B*)
+for B in (1, 16, 64, 128, 256, 512):
+    r = roofline(0.5 * N, 2 * N * B, mem_gbs=864, tflops=362)  # 4-bit weights: half a byte each
+    print(f"B = {B:4d}: reading the weights {1e3 * r['memory_s']:.3f} ms, arithmetic {1e3 * r['compute_s']:.3f} ms "
+          f"-> {r['bound']}-bound")
+
+check("01.4", crossover_prediction)
+
+# %% [markdown]
 # **Takeaways.**
 #
 # * Rollouts are produced by one batched `generate` per chunk: prompts left-padded, completions masked

@@ -9,10 +9,12 @@
 # %% [markdown]
 # # 02 · Rewards: answer extraction, correctness, format, and zero-variance groups
 #
-# **Question.** How is a rollout scored, and when does a group of rollouts carry no learning signal?
+# > * **You will learn:** (1) how a completion is graded: the lenient answer extractor and the format reward; (2) GRPO's advantage (sample std) and why a group of equal rewards teaches nothing; (3) how often a group of n is silent: p^n + (1 − p)^n.
+# > * **Comes first:** 01.
+# > * **Time here** (AMD EPYC family 25 model 1 (Zen 3), 2 cores, idle; `scripts/run_notebooks.py`, 2026-12-04): full mode 2 min 18 s, most of it section 4's rollouts of SmolLM2-135M (2 min 11 s); small mode (as tests/test_notebooks.py runs it, one thread) 12 s.
+# > * **You should see:** in section 5, the advantage of the right answer in rewards [1, 0, 0, 0]: 1.500, not np.std's 1.732.
 #
-# **Time here**: the last cell prints this run's total and how much of it went to section 4's rollouts of
-# SmolLM2-135M (most of it in full mode; small mode uses a tiny random model).
+# **Question.** How is a rollout scored, and when does a group of rollouts carry no learning signal?
 #
 # PODS trains with GRPO on **verifiable rewards**: a rule checks each rollout, with no learned reward
 # model (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026). `minipods.rewards` scores a completion as
@@ -23,21 +25,39 @@
 # This notebook: the GSM8K answer format, extracting the final number from real and adversarial
 # completions, the format reward, the reward distribution of a group, and why a group whose rewards are
 # all equal gives GRPO **no learning signal**.
+#
+# **Set-up.** The first cell imports minipods (installed with `pip install -e .` in the repository:
+# scripts/setup.sh does it) and this folder's helpers, `lessons.py` (figures and timing tools; Jupyter
+# starts the kernel in the notebook's own folder). On Colab or another fresh runtime, first run
+# docs/gpu.md's install cell ("On a Colab T4": clone into `/content/minipods`,
+# `pip install -r requirements-colab.txt`, `pip install --no-deps -e .`) and restart the runtime once;
+# the first cell then works in the clone's `notebooks/` folder. Without minipods it stops with one line
+# saying how to install it.
+# Everything here runs on the CPU, on a GPU runtime too (`DEVICE = "cpu"`): what this notebook
+# measures is a CPU.
 
 # %%
-import os, time, warnings
+import os, sys, time, warnings
+from pathlib import Path
 
-import minipods  # installed by scripts/setup.sh (pip install -e .)
-import lessons   # this folder's helper module: the figures
-
+if "google.colab" in sys.modules and Path("/content/minipods/notebooks").is_dir():
+    os.chdir("/content/minipods/notebooks")  # Colab, after docs/gpu.md's install cell: work in the clone's notebooks/
+try:
+    import minipods
+    import lessons  # this folder's figures and timing tools
+except ImportError as e:
+    raise SystemExit(f"{e.name} not found: run `pip install -e .` in the minipods repository and open this notebook "
+                     "from its notebooks/ folder (on Colab: docs/gpu.md's install cell, then restart)") from None
 import numpy as np
 import torch
 
-warnings.filterwarnings("ignore", category=FutureWarning)
+DEVICE = "cpu"  # this notebook times a CPU: on a GPU runtime too, its models stay on the CPU
 SMALL = os.environ.get("MINIPODS_NB_SMALL") == "1"  # tiny sizes (the test suite sets this)
+warnings.filterwarnings("ignore", category=FutureWarning)
 T0 = time.perf_counter()
 torch.manual_seed(0)
-print(f"{'SMALL' if SMALL else 'full'} mode | torch {torch.__version__} | {torch.get_num_threads()} CPU thread(s)")
+print(f"{'SMALL' if SMALL else 'full'} mode | torch {torch.__version__} | {torch.get_num_threads()} CPU threads | "
+      f"models on {DEVICE}" + (" (a GPU is present and left alone)" if torch.cuda.is_available() else ""))
 
 # %% [markdown]
 # ## 1. The GSM8K answer format
@@ -97,6 +117,27 @@ for name, text, want in cases:
     assert got == want, (name, got, want)
 
 # %% [markdown]
+# **Exercise 02.1 (implement).** Write the grader's extractor from the order given above. `NUMBER` finds a
+# number as the package reads one and `normalize_number` gives its canonical string. The check compares
+# with `minipods.rewards.extract_answer` on over a hundred generated completions (blocks, '####',
+# `\boxed{}`, money, unclosed blocks, no number at all).
+
+# %%
+from exercises import check
+import re
+from minipods.rewards import normalize_number  # '$1,080.00' -> '1080'
+
+NUMBER = re.compile(r"-?\$?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?")  # one number
+
+def extract(text):
+    r"""The final answer as normalize_number's string, or None: (1) the last complete <answer>...</answer>
+    block: the number in its \boxed{...} if any, else its last number; (2) else the first number after the
+    last '####'; (3) else the number in the last \boxed{...}, else the last number anywhere."""
+    raise NotImplementedError("02.1: your code here")
+
+check("02.1", extract)
+
+# %% [markdown]
 # ## 3. The format reward
 #
 # Each tag of `<reasoning>`, `</reasoning>`, `<answer>`, `</answer>` earns 0.025 when it occurs
@@ -119,14 +160,54 @@ for name, text, want in fmt_cases:
     assert abs(got - want) < 1e-12, (name, got)
 
 # %% [markdown]
+# **Exercise 02.2 (implement).** Write the format reward from the rule above: 0.025 per tag that occurs
+# exactly once and, after the first tag, whose previous tag also occurs exactly once and comes before it.
+# The check compares with `minipods.rewards.format_reward` on generated texts whose tags are deleted,
+# duplicated, swapped and shuffled.
+
+# %%
+from exercises import check
+TAGS = ("<reasoning>", "</reasoning>", "<answer>", "</answer>")
+
+def fmt_reward(text):
+    """0.025 for each tag of TAGS that occurs exactly once and, after the first, whose previous tag also
+    occurs exactly once and comes before it: 0 .. 0.1."""
+    raise NotImplementedError("02.2: your code here")
+
+check("02.2", fmt_reward)
+
+# %% [markdown]
+# **Exercise 02.3 (observe).** Section 3 deleted `</reasoning>`. Edit `edited` below: delete the *opening*
+# `<reasoning>` from the well-formed completion instead (`TEXT.replace("<reasoning>", "")`, as a model that
+# starts reasoning without the tag writes) and rerun. Answer: its format reward now? Then try other edits
+# (`</answer>` deleted, a second `<answer>`, the blocks swapped): which tags does each one cost?
+
+# %%
+from exercises import check
+from minipods.rewards import format_reward
+
+TEXT = "<reasoning>48/2 = 24; 48 + 24 = 72</reasoning>\n<answer>72</answer>"
+edited = TEXT  # change me
+print(f"format reward {format_reward(edited):.3f} for {edited!r}")
+reward_without_opening_reasoning = None  # your answer: the format reward once <reasoning> is deleted
+
+check("02.3", reward_without_opening_reasoning)
+
+# %% [markdown]
 # ## 4. Rewards of real groups
 #
 # Now the real thing: $n$ rollouts of SmolLM2-135M-Instruct for a few GSM8K questions, scored with
-# `score_completions`. A 135M model solves very few GSM8K problems, so most groups are all wrong. The
-# package's synthetic word problems (`data.synthetic_problems`, one arithmetic step each; not part of
-# the paper) are easier, so mixed groups are likelier; we score both. The figure's cell counts, for
-# this run, how many rollouts were right and how many earned any format reward: with a model this small
-# both can be rare, and then the scatter is mostly points at 0.
+# `score_completions`, and the same for the package's synthetic word problems (`data.synthetic_problems`,
+# one arithmetic step each; not part of the paper).
+#
+# **What to expect: almost nothing but zeros.** An untrained 135M model solves very few of these
+# problems (GSM8K hardly any) and never writes the format tags, so nearly every rollout's reward is 0 and
+# nearly every group has zero variance. The figure cannot show rewards that vary within a group when the
+# model does not produce them: it shows that, for a model this weak, the silent group is the common case,
+# not the exception, which is exactly why section 5 matters and why PODS generates many rollouts per
+# prompt. (Rewards start to vary once training raises the pass rate: notebook 05 counts silent groups step
+# by step; notebook 03 draws 16 rollouts per question to find a few mixed groups.) The cell counts, for
+# this run, the rollouts that were right and those that earned any format reward.
 #
 # The rollouts come from `minipods.fast.rollouts`, the package's **fast engine**: the contract of the
 # plain `minipods.rollouts.generate_rollouts` (same arguments, same `Rollouts` out, the same distribution
@@ -143,7 +224,7 @@ from minipods.fast.rollouts import generate_rollouts  # the fast engine (above):
 from minipods.rewards import score_completions
 from minipods.twins.tiny import tiny_policy
 
-model, tok = tiny_policy() if SMALL else load_policy()  # SMALL: the package's tiny random test model
+model, tok = tiny_policy() if SMALL else load_policy(device=DEVICE)  # SMALL: the package's tiny random test model
 P, n, max_new = (2, 4, 48) if SMALL else (4, 8, 192)
 
 def score_groups(task_items, seed=0):
@@ -178,9 +259,12 @@ for name, (k_right, k_fmt) in fires.items():
     print(f"{name:9s}: {k_right}/{P * n} rollouts correct, {k_fmt}/{P * n} earned a format reward, "
           f"{silent[name]}/{P} groups with zero reward variance"
           + (" -- the format term never fired here; section 3 shows it on written completions" if k_fmt == 0 else ""))
-if not SMALL:  # the prose above, on SmolLM2 (the tiny random model of SMALL mode solves nothing)
-    assert int((rewards["GSM8K"].max(1).values < 1).sum()) > P // 2, "most GSM8K groups should be all wrong"
-    assert fires["synthetic"][0] >= fires["GSM8K"][0], "the synthetic problems should be the easier ones"
+silent_all = sum(silent.values())
+print(f"silent groups, both tasks: {silent_all} of {2 * P}; every reward 0 in {sum(int((r == 0).all(1).sum()) for r in rewards.values())} of them")
+if not SMALL:  # the prose above, on SmolLM2 (the tiny random model of SMALL mode solves nothing either)
+    assert silent_all >= P, "the prose says most groups are silent"
+    assert int((rewards["GSM8K"].max(1).values < 1).sum()) > P // 2, "the prose says GSM8K is hardly ever solved"
+    assert sum(k for k, _ in fires.values()) <= P * n // 4, "the prose says the model is right on very few rollouts"
 
 # %% [markdown]
 # ## 5. Zero-variance groups carry no GRPO signal
@@ -273,6 +357,38 @@ for p in (0.02, 0.2):
     print(f"p = {p}: P[zero variance] = " + ", ".join(f"{p_silent(p, k):.3f} (n={k})" for k in (4, 16, 64)))
 
 # %% [markdown]
+# **Exercise 02.4 (predict, then run).** A group of eight rollouts, two right (reward 1) and six wrong (0).
+# Predict the advantage GRPO gives each right one, then run the next cell.
+
+# %%
+from exercises import check
+advantage_prediction = None  # your prediction: the advantage of a reward-1 rollout
+
+# %%
+import torch
+from minipods.grpo import group_advantages
+
+r = torch.tensor([1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+print("advantages:", [round(a, 3) for a in group_advantages(r, torch.zeros(8, dtype=torch.long)).tolist()])
+
+check("02.4", advantage_prediction)
+
+# %% [markdown]
+# **Exercise 02.5 (observe).** A prompt the model solves one time in five (p = 0.2). Change `n` in the cell
+# and rerun until you find the smallest n at which a group of n rollouts is silent (all equal) less than 10%
+# of the time.
+
+# %%
+from exercises import check
+from minipods.analysis.gradients import predicted_silent_fraction
+
+p, n = 0.2, 4  # change n
+print(f"p = {p}, n = {n}: a group is silent with probability {predicted_silent_fraction(p, n):.3f}")
+smallest_n = None  # your answer: the smallest n with a silent probability below 0.10
+
+check("02.5", smallest_n)
+
+# %% [markdown]
 # **Takeaways.** Rewards are rule-based and lenient about where the number is; the format term is a
 # small, graded bonus (section 3) — whether it fires on real rollouts depends on the model (section 4
 # prints how often it did here). A group's rewards only matter through their differences: equal rewards
@@ -288,5 +404,6 @@ for p in (0.02, 0.2):
 
 # %%
 total = time.perf_counter() - T0
-print(f"notebook ran in {total:.0f} s ({'SMALL' if SMALL else 'full'} mode), {T_ROLLOUTS:.0f} s of it section 4's {2 * P * n} rollouts")
+n_rollouts = sum(len(ro_) for ro_, _ in scored.values())  # section 4's (exercise 02.5 reuses the name n)
+print(f"notebook ran in {total:.0f} s ({'SMALL' if SMALL else 'full'} mode), {T_ROLLOUTS:.0f} s of it section 4's {n_rollouts} rollouts")
 assert SMALL or T_ROLLOUTS > total / 2, "cell 0 says the rollouts take most of a full-mode run"

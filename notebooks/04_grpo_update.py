@@ -9,9 +9,12 @@
 # %% [markdown]
 # # 04 · The GRPO update: from kept rollouts to a LoRA step
 #
-# **Question.** What does one GRPO update on the kept rollouts compute, and what does it cost in time and memory as m grows?
+# > * **You will learn:** (1) advantages on the kept subset and the clipped surrogate; (2) three ways to average over tokens (DeepSeekMath's GRPO, DAPO, Dr. GRPO) and whom each weighs; (3) why update time grows with m while activation memory is capped by the micro-batch; QLoRA and the planner.
+# > * **Comes first:** 03.
+# > * **Time here** (AMD EPYC family 25 model 1 (Zen 3), 2 cores, idle; `scripts/run_notebooks.py`, 2026-12-04): full mode 6 min 33 s, of it section 4 (repeated updates) 4 min 11 s; small mode (as tests/test_notebooks.py runs it, one thread) 14 s.
+# > * **You should see:** in section 3, the KL to the reference 0 before the update and above 0 after, and the largest change of a LoRA B entry equal to the learning rate.
 #
-# **Time here**: several minutes in full mode on a 2-core CPU, about a minute in small mode; the last cell prints this run's total.
+# **Question.** What does one GRPO update on the kept rollouts compute, and what does it cost in time and memory as m grows?
 #
 # The second, expensive phase of a PODS step (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning*, TMLR 2026): one GRPO update on the $m$ kept
 # rollouts of each prompt. Step by step with `minipods.grpo`:
@@ -26,23 +29,40 @@
 #
 # then the takeaways, and two appendices on library internals: (A) bitsandbytes' 4-bit layers on a CPU
 # and their quantisation scales, (B) the shallow twins the planner's measured terms come from.
+#
+# **Set-up.** The first cell imports minipods (installed with `pip install -e .` in the repository:
+# scripts/setup.sh does it) and this folder's helpers, `lessons.py` (figures and timing tools; Jupyter
+# starts the kernel in the notebook's own folder). On Colab or another fresh runtime, first run
+# docs/gpu.md's install cell ("On a Colab T4": clone into `/content/minipods`,
+# `pip install -r requirements-colab.txt`, `pip install --no-deps -e .`) and restart the runtime once;
+# the first cell then works in the clone's `notebooks/` folder. Without minipods it stops with one line
+# saying how to install it.
+# Everything here runs on the CPU, on a GPU runtime too (`DEVICE = "cpu"`): what this notebook
+# measures is a CPU.
 
 # %%
-import os, time, warnings
+import os, sys, time, warnings
+from pathlib import Path
 
-import minipods  # installed by scripts/setup.sh (pip install -e .)
-
+if "google.colab" in sys.modules and Path("/content/minipods/notebooks").is_dir():
+    os.chdir("/content/minipods/notebooks")  # Colab, after docs/gpu.md's install cell: work in the clone's notebooks/
+try:
+    import minipods
+    import lessons  # this folder's figures and timing tools
+except ImportError as e:
+    raise SystemExit(f"{e.name} not found: run `pip install -e .` in the minipods repository and open this notebook "
+                     "from its notebooks/ folder (on Colab: docs/gpu.md's install cell, then restart)") from None
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
-import matplotlib.pyplot as plt
 
-import lessons  # this folder's helper module: figures and secondary analyses
-
-warnings.filterwarnings("ignore", category=FutureWarning)
+DEVICE = "cpu"  # this notebook times a CPU: on a GPU runtime too, its models stay on the CPU
 SMALL = os.environ.get("MINIPODS_NB_SMALL") == "1"  # tiny sizes (the test suite sets this)
+warnings.filterwarnings("ignore", category=FutureWarning)
 T0 = time.perf_counter()
 torch.manual_seed(0)
-print(f"{'SMALL' if SMALL else 'full'} mode | torch {torch.__version__} | {torch.get_num_threads()} CPU threads")
+print(f"{'SMALL' if SMALL else 'full'} mode | torch {torch.__version__} | {torch.get_num_threads()} CPU threads | "
+      f"models on {DEVICE}" + (" (a GPU is present and left alone)" if torch.cuda.is_available() else ""))
 
 # %% [markdown]
 # ## 1. Kept rollouts and their advantages
@@ -71,7 +91,7 @@ from minipods.grpo import group_advantages
 from minipods.twins.tiny import tiny_policy
 
 # fp32 SmolLM2-135M-Instruct + LoRA r=64 on all linear layers (SMALL: the package's tiny random test model)
-model, tok = tiny_policy() if SMALL else load_policy()
+model, tok = tiny_policy() if SMALL else load_policy(device=DEVICE)
 P, n, m, max_new = (2, 4, 2, 48) if SMALL else (2, 8, 4, 128)
 items = synthetic_problems(P, seed=2)
 torch.manual_seed(0)
@@ -170,6 +190,25 @@ loss.backward()
 assert torch.allclose(logp.grad, -a[:, None].expand(3, 5) / 15) and stats["clip_sum"] == 0
 
 # %% [markdown]
+# **Exercise 04.1 (observe).** With `update_epochs > 1` the ratio ρ moves away from 1. Change `RHO` (0.7, 0.9,
+# 1.1, 1.3) and `A` (+1, −1) and rerun: for which of these eight pairs is the gradient of `grpo_loss` (ε = 0.2)
+# exactly 0? Answer as a list of pairs, e.g. `[(0.7, 1.0)]`.
+
+# %%
+from exercises import check
+import torch
+from minipods.grpo import grpo_loss
+
+RHO, A = 1.3, 1.0  # change me: RHO in 0.7, 0.9, 1.1, 1.3; A in +1.0, -1.0
+logp = torch.log(torch.tensor([[RHO]])).requires_grad_()  # old log-prob 0, so the ratio is RHO
+loss, _ = grpo_loss(logp, torch.zeros(1, 1), torch.tensor([A]), torch.ones(1, 1), num_tokens=1)
+loss.backward()
+print(f"rho = {RHO}, A = {A:+.0f}: d loss / d log p = {float(logp.grad):+.3f}")
+no_gradient = None  # your answer: the (RHO, A) pairs whose gradient is 0
+
+check("04.1", no_gradient)
+
+# %% [markdown]
 # ### 2b. Three ways to average over tokens
 #
 # The surrogate is a sum over tokens; *how it is divided* differs between GRPO's variants. At the first
@@ -225,18 +264,40 @@ variants = {  # name -> (loss, the per-token weight w_i the table above predicts
 
 # %% [markdown]
 # Each loss's derivative with respect to the per-token log-probs must be $-w_i$ on every token of rollout
-# $i$ (checked against autograd); the LoRA gradient is then one backward from those log-probs
-# (`lessons.lora_gradient`), and the three gradients are compared by norm and cosine.
+# $i$ (checked against autograd). The LoRA gradient then follows by the chain rule from those log-probs
+# alone, $\nabla_\theta \mathcal L = \sum_{i,t} \frac{\partial \mathcal L}{\partial \log\pi_{i,t}}\,
+# \nabla_\theta \log\pi_{i,t}$: one backward from the log-probs with `grad_outputs` $= \partial\mathcal
+# L/\partial\log\pi$ (`lora_gradient` below, the graph kept for the next variant). The three gradients
+# are compared by norm and by cosine, $\cos(a, b) = a\cdot b / (|a|\,|b|)$.
 
 # %%
 params = [p for p in model.parameters() if p.requires_grad]
+
+
+def lora_gradient(d_lp):
+    """The flat float64 LoRA gradient of a loss whose derivative w.r.t. the log-probs lp is d_lp (G, C)."""
+    g = torch.autograd.grad(lp, params, grad_outputs=d_lp, retain_graph=True, allow_unused=True)
+    return torch.cat([(x if x is not None else torch.zeros_like(q)).flatten() for x, q in zip(g, params)]).double()
+
+
+def cosine(a, b):
+    return float(a @ b / (a.norm() * b.norm() + 1e-30))
+
+
 grads = {}
 for name, (loss_v, w) in variants.items():
     d_lp = torch.autograd.grad(loss_v, lp, retain_graph=True)[0]        # d loss / d log p(o_i,t)
     assert torch.allclose(d_lp, -w[:, None] * mask, atol=1e-7)           # the table's weights, exactly
-    grads[name] = lessons.lora_gradient(lp, params, d_lp)
-lessons.print_weight_table(lens, r_kept, adv_std, adv_dr, {k: w for k, (_, w) in variants.items()})
-cos = lessons.print_gradients(grads, {k: float(v.detach()) for k, (v, _) in variants.items()})
+    grads[name] = lora_gradient(d_lp)
+print(f"{'row':>3} {'|o_i|':>5} {'reward':>6} {'A_i':>6} {'A_Dr':>6} | per-token weight w_i x 1e3: " + " | ".join(variants))
+for i in range(G_rows):
+    print(f"{i:3d} {int(lens[i]):5d} {float(r_kept[i]):6.3f} {float(adv_std[i]):6.2f} {float(adv_dr[i]):6.3f} | "
+          + " | ".join(f"{1e3 * float(w[i]):+9.3f}" for _, w in variants.values()))
+for name, g in grads.items():
+    print(f"{name:30s} loss {float(variants[name][0].detach()):+.5f} | LoRA gradient norm {float(g.norm()):.3e}")
+names = list(grads)
+cos = {(a, b): cosine(grads[a], grads[b]) for i, a in enumerate(names) for b in names[i + 1:]}
+print("\n".join(f"cosine({a}, {b}) = {c:+.3f}" for (a, b), c in cos.items()))
 # the sequence-level loss is exactly 0 at rho = 1 (advantages sum to 0 in each group); its gradient is not
 assert abs(float(variants["sequence-level (DeepSeekMath)"][0].detach())) < 1e-5
 fmt_rows, cor_rows = batch.group == 1, batch.group == 0
@@ -264,20 +325,62 @@ print("all kept rollouts have the same length: sequence- and token-level coincid
 
 # %%
 w_tok = variants["token-level (DAPO, minipods)"][1]
-g_of = {g: lessons.lora_gradient(lp, params, -(w_tok * (batch.group == g))[:, None] * mask) for g in range(P)}
+g_of = {g: lora_gradient(-(w_tok * (batch.group == g))[:, None] * mask) for g in range(P)}  # one group's rows alone
 c = {g: float((adv_dr / adv_std)[batch.group == g].mean()) * float(mask.sum()) / (G_rows * L_MAX) for g in range(P)}
 dr, tk = grads["Dr. GRPO"], grads["token-level (DAPO, minipods)"]
 assert (dr - sum(c[g] * g_of[g] for g in range(P))).norm() < 1e-3 * dr.norm()   # the decomposition, to rounding
 share = float(g_of[0].norm() / tk.norm())  # the correctness group's share of the token-level gradient norm
 print(f"c_g: correctness group {c[0]:.3f}, format-only group {c[1]:.4f} | cosine(Dr. GRPO, token-level of the "
-      f"correctness group alone) = {lessons.cosine(dr, g_of[0]):+.3f}")
+      f"correctness group alone) = {cosine(dr, g_of[0]):+.3f}")
 print(f"|Dr. GRPO| / |token-level| = {float(dr.norm() / tk.norm()):.3f} ~ c_correctness x (correctness group's share of "
       f"|token-level| = {share:.3f}) = {c[0] * share:.3f}")
 names = list(grads)
 assert cos[names[0], names[1]] > max(cos[names[0], names[2]], cos[names[1], names[2]])
-assert c[0] < 1 and c[1] < 0.05 * c[0] and lessons.cosine(dr, g_of[0]) > 0.99 and dr.norm() < tk.norm()
+assert c[0] < 1 and c[1] < 0.05 * c[0] and cosine(dr, g_of[0]) > 0.99 and dr.norm() < tk.norm()
 assert abs(float(dr.norm() / tk.norm()) - c[0] * share) < 0.05 * float(dr.norm() / tk.norm())
 del lp, old_lp
+
+# %% [markdown]
+# **Exercise 04.2 (predict, then run).** One prompt, two kept completions: 10 tokens with advantage +1 and
+# 40 tokens with advantage −1. Predict how many times larger a token of the *short* answer weighs in the
+# gradient under `loss_type="grpo"` (each completion's token mean, then the mean) than under `"dapo"` (every
+# token alike), then run the next cell.
+
+# %%
+from exercises import check
+ratio_prediction = None  # your prediction: (weight of a short-answer token, grpo) / (the same, dapo)
+
+# %%
+import torch
+from minipods.grpo import grpo_loss
+
+lens = torch.tensor([10, 40])
+mask = (torch.arange(40)[None, :] < lens[:, None]).float()  # (2, 40)
+for loss_type in ("grpo", "dapo"):
+    logp = torch.zeros(2, 40, requires_grad=True)
+    loss, _ = grpo_loss(logp, logp.detach(), torch.tensor([1.0, -1.0]), mask, num_tokens=int(mask.sum()),
+                        loss_type=loss_type, num_rows=2)
+    loss.backward()
+    print(f"{loss_type}: a token of the short answer weighs {float(-logp.grad[0, 0]):.4f}, "
+          f"of the long one {float(logp.grad[1, 0]):.4f}")
+
+check("04.2", ratio_prediction)
+
+# %% [markdown]
+# **Exercise 04.3 (implement).** Write the two loss reductions minipods offers. The check compares with
+# `minipods.grpo.reduce_loss` (the whole batch: num_tokens = the real tokens, num_rows = B) on random
+# per-token terms and masks, both loss types.
+
+# %%
+from exercises import check
+import torch
+
+def reduce(per_token, mask, loss_type):
+    """The scalar loss from per-token terms (B, C) and the 0/1 mask (B, C) of real tokens. "dapo": the sum over
+    real tokens / their number. "grpo": each completion's mean over its real tokens, then the mean over the B."""
+    raise NotImplementedError("04.3: your code here")
+
+check("04.3", reduce)
 
 # %% [markdown]
 # ## 3. One real update, and the KL through the disabled adapter
@@ -308,10 +411,13 @@ def kl_to_reference(b):
 LR = 2e-4
 lora_B = {k: v.detach().clone() for k, v in model.named_parameters() if "lora_B" in k}
 kl_before = kl_to_reference(batch)
-opt = make_optimizer(model, make_config(lr=LR), "cpu")   # AdamW, the paper's betas and weight decay
-t = time.perf_counter()
+opt = make_optimizer(model, make_config(lr=LR), DEVICE)   # AdamW, the paper's betas and weight decay
+t, cpu = time.perf_counter(), time.process_time()
 stats = grpo_update(model, opt, batch, adv, micro_batch_size=4, max_grad_norm=1.0)
-print(f"update: {time.perf_counter() - t:.1f} s | loss {stats['loss']:.4f} | grad norm {stats['grad_norm']:.3f}")
+first_update = {"rows": len(batch), "width": batch.prompt_ids.shape[1] + batch.completion_ids.shape[1],
+                "wall": time.perf_counter() - t, "cpu": time.process_time() - cpu}  # section 4 compares its timings
+print(f"update: {first_update['wall']:.1f} s wall-clock ({first_update['cpu']:.1f} CPU-seconds over "
+      f"{torch.get_num_threads()} threads) | loss {stats['loss']:.4f} | grad norm {stats['grad_norm']:.3f}")
 kl_after = kl_to_reference(batch)
 change = torch.cat([(p.detach() - lora_B[k]).abs().flatten() for k, p in model.named_parameters() if k in lora_B])
 moved = float(change.max())
@@ -333,6 +439,26 @@ else:
 # largest change printed is the learning rate itself, and the share of $B$'s entries that moved by
 # nearly that much is printed beside it: the first step's size is set by `lr`, not by the size of the
 # loss or of its gradient.
+
+# %% [markdown]
+# **Exercise 04.4 (predict, then run).** A LoRA B entry starts at 0 and gets a gradient of 3e-6 in the first
+# update. Predict how far one AdamW step (lr = 2e-4, betas 0.9 and 0.99, weight decay 0.1) moves it, then run
+# the next cell.
+
+# %%
+from exercises import check
+step_prediction = None  # your prediction: |change of the weight| after one step
+
+# %%
+import torch
+
+w = torch.zeros(1, requires_grad=True)  # a LoRA B entry: 0 at the start
+opt = torch.optim.AdamW([w], lr=2e-4, betas=(0.9, 0.99), weight_decay=0.1)
+w.grad = torch.tensor([3e-6])
+opt.step()
+print(f"the weight moved by {float(w.detach().abs()):.3e} (lr 2e-4, gradient 3e-6)")
+
+check("04.4", step_prediction)
 
 # %% [markdown]
 # ## 4. Update time and memory grow with $m$
@@ -363,7 +489,7 @@ from minipods.measure.common import fit_linear
 micro = 2 if SMALL else 4                  # micro_batch_size of the update
 ms = [1, 2, 4] if SMALL else [1, 2, 4, 8, 16]
 REPEATS = 2 if SMALL else 3
-opt_t = make_optimizer(model, make_config(lr=1e-9), "cpu")
+opt_t = make_optimizer(model, make_config(lr=1e-9), DEVICE)
 grpo_update(model, opt_t, ro.select([0]), torch.randn(1), micro_batch_size=micro)  # warm-up: creates the AdamW state
 batches = {k: ro.select([i % micro for i in range(k)]) for k in ms}  # the same `micro` rollouts repeated
 times = {k: [] for k in ms}
@@ -405,11 +531,31 @@ assert abs(at_micro["act_upd"] - at_micro["act_all"]) < 0.05 * at_micro["act_all
 
 # %%
 slope, icept, r2 = fit_linear(ms, [c["t_min"] for c in cost])
-print(f"update seconds (min of {REPEATS}) = {icept:.2f} + {slope:.3f} x m, R² = {r2:.3f}: "
-      + ("close to a line" if r2 >= 0.95 else "not a clean line on this run (see the medians: a shared CPU adds noise)"))
+print(f"update seconds (min of {REPEATS}) = {icept:.2f} + {slope:.3f} x m, R² = {r2:.3f}")
+# section 3's single update against these, per token position (rows x padded width) of the update
+f = first_update
+here = [c for c in cost if c["m"] >= micro]  # full micro-batches, as section 3's
+per_pos = {c["m"]: 1e3 * c["t_min"] / (c["m"] * c["shape"][1]) for c in here}
+busy = f["wall"] / (f["cpu"] / torch.get_num_threads())  # 1 when its threads had the CPU to themselves
+print(f"per token position: section 3's update {1e3 * f['wall'] / (f['rows'] * f['width']):.2f} ms wall-clock "
+      f"({f['rows']} x {f['width']}, timed once), {1e3 * f['cpu'] / torch.get_num_threads() / (f['rows'] * f['width']):.2f} ms "
+      f"of CPU time per thread; here (fastest of {REPEATS}) " + ", ".join(f"m={k} {v:.2f} ms" for k, v in per_pos.items())
+      + f" | section 3's wall-clock / its CPU time per thread = {busy:.1f}")
 if not SMALL:  # a wall-clock claim: checked on the full run only
     assert slope > 0 and cost[-1]["t_min"] > cost[0]["t_min"]  # the card's claim: update time grows with m
 lessons.plot_update_cost(cost, REPEATS, (slope, icept, r2), micro)
+
+# %% [markdown]
+# **Section 3's update against these.** Section 3 timed one update of the same kind (its kept rows in
+# micro-batches of 4) once, as a single wall-clock reading; here each $m$ is the fastest of `REPEATS`.
+# The cell's last line puts them side by side per token position (rows × padded width, what a forward
+# and backward pass costs in proportion to), with section 3's wall-clock divided by its CPU time per
+# thread: 1 when its threads had the CPU to themselves, more when other work on the machine held them
+# off. On a shared CPU one wall-clock reading measures the machine's load as much as the update, which
+# is why this section times repeats in rounds and keeps the fastest; a large gap between the two with
+# a ratio well above 1 is that load, not the update. With the ratio near 1 the two agree per position up
+# to the single reading's own extras (one reading, not the fastest of several, and the first optimizer
+# step, which creates AdamW's state).
 
 # %% [markdown]
 # ## 5. 4-bit quantisation + LoRA (QLoRA)
@@ -449,7 +595,7 @@ if SMALL:
     q_model, q_tok = tiny_policy(quantize="4bit")
     f_model, _ = tiny_policy()                     # the same model in fp32, for comparison
 else:
-    q_model, q_tok = load_policy(quantize="4bit", dtype="float32", device="cpu")
+    q_model, q_tok = load_policy(quantize="4bit", dtype="float32", device=DEVICE)
     f_model = model
 assert is_4bit(q_model) and not is_4bit(f_model)
 
@@ -459,7 +605,7 @@ torch.manual_seed(0)
 qro = generate_rollouts(q_model, q_tok, [build_prompt(q_tok, it["question"]) for it in qitems], 2,
                         max_new_tokens=16 if SMALL else 32)
 before = {k: v.detach().clone() for k, v in q_model.named_parameters() if v.requires_grad}
-q_opt = make_optimizer(q_model, make_config(lr=1e-3), "cpu")
+q_opt = make_optimizer(q_model, make_config(lr=1e-3), DEVICE)
 act = peak_saved_bytes(q_model, lambda: token_logprobs(q_model, qro.prompt_ids, qro.prompt_mask, qro.completion_ids,
                                                       qro.completion_mask))
 q_stats = grpo_update(q_model, q_opt, qro, torch.tensor([1.0, -1.0] * 2), micro_batch_size=4)
@@ -468,15 +614,44 @@ print(f"4-bit update: loss {q_stats['loss']:.4f}, grad norm {q_stats['grad_norm'
 assert changed > 0 and q_stats["skipped"] == 0
 
 # %% [markdown]
-# A memory breakdown of that update (`lessons.qlora_memory`): the frozen base (packed 4-bit linear
-# weights with their quantisation scales, plus the embeddings and norms, which stay unquantised — a large
-# share in a small model with a 49k-token vocabulary like SmolLM2), the trainable adapter, its gradient,
-# AdamW's two moment tensors per trainable parameter, and the activations saved for one micro-batch.
+# A memory breakdown of that update, counted in bytes (elements × bytes per element) part by part:
+#
+# * the frozen base: the 4-bit linear weights, two per byte (`uint8` storage), plus their quantisation
+#   scales (each block's absmax; appendix A), and the layers that stay unquantised (embeddings, norms: a
+#   large share in a small model with a 49k-token vocabulary like SmolLM2); beside it, the same base in
+#   float32 (the fp32 model of section 4);
+# * the trainable LoRA adapter, its gradient (the same size), and AdamW's state: two float32 moment
+#   tensors per trainable parameter (`exp_avg`, `exp_avg_sq`);
+# * the activations saved for backward by one micro-batch (measured in the cell above).
 
 # %%
+import bitsandbytes as bnb
+
+
+def nbytes(tensors):
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+qs = {"packed": 0, "weights": 0, "absmax": 0, "absmax of absmax": 0}  # bitsandbytes' 4-bit layers
+for mod in q_model.modules():
+    if isinstance(mod, bnb.nn.Linear4bit):  # the quantised layers (not peft's LoRA wrappers around them)
+        state = mod.weight.quant_state
+        qs["packed"] += nbytes([mod.weight])
+        qs["weights"] += mod.in_features * mod.out_features
+        qs["absmax"] += nbytes([state.absmax])
+        qs["absmax of absmax"] += nbytes([state.state2.absmax]) if getattr(state, "state2", None) is not None else 0
+trainable = [q for q in q_model.parameters() if q.requires_grad]
+mem = {
+    "base: 4-bit linear weights + scales": qs["packed"] + qs["absmax"] + qs["absmax of absmax"],
+    "base: unquantised (embeddings, norms)": nbytes([q for q in q_model.parameters() if not q.requires_grad and q.dtype != torch.uint8]),
+    "base: everything in fp32 instead": nbytes([q for q in f_model.parameters() if not q.requires_grad]),
+    "LoRA adapter": nbytes(trainable),
+    "gradients": nbytes(trainable),
+    "AdamW state": nbytes([t for st in q_opt.state.values() for t in st.values() if torch.is_tensor(t) and t.dim() > 0]),
+    "activations (1 micro-batch)": act,  # AdamW's 0-d step counts are left out above
+}
 q_counts = count_parameters(q_model)
 print(f"{q_counts['trainable']:,} trainable of {q_counts['total']:,} parameters ({q_counts['trainable_frac']:.1%})")
-mem = lessons.qlora_memory(q_model, f_model, q_opt, act)
 for k, v in mem.items():
     print(f"{k:38s} {v / 2**20:9.2f} MiB")
 assert mem["base: 4-bit linear weights + scales"] + mem["base: unquantised (embeddings, norms)"] < mem["base: everything in fp32 instead"]
@@ -554,7 +729,6 @@ assert act > kv > 0 and p3["generation"]["rows"] <= r3.gen_batch and p3["update"
 # (equivalent here: no dropout), and full-precision models in eval mode.
 
 # %%
-import bitsandbytes as bnb
 from minipods.model import generation_mode
 
 with generation_mode(q_model):
@@ -564,12 +738,11 @@ with generation_mode(f_model):
 print(f"bitsandbytes 4-bit layers: {sum(isinstance(mod, bnb.nn.Linear4bit) for mod in q_model.modules())}")
 
 # %% [markdown]
-# What the "+ scales" of section 5's first bar cost (`lessons.quant_state_bytes`): NF4 stores each block
+# What the "+ scales" of section 5's first bar cost (`qs`, counted there): NF4 stores each block
 # of weights as 4-bit codes plus the block's absmax; with double quantisation those absmax values are
 # themselves stored in 8 bits, with float32 scales of their own.
 
 # %%
-qs = lessons.quant_state_bytes(q_model)
 for k in ("packed", "absmax", "absmax of absmax"):
     print(f"{k:17s} {qs[k] / 2**20:8.3f} MiB = {8 * qs[k] / qs['weights']:.3f} bits per weight")
 assert qs["packed"] * 2 == qs["weights"]                       # two 4-bit weights per byte

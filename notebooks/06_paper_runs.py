@@ -9,14 +9,16 @@
 # %% [markdown]
 # # 06 · The paper's own runs, re-analysed
 #
+# > * **You will learn:** (1) the paper's ten runs per setting, read with the run as the unit; (2) "at least 1.7x faster", read the paper's way (mean curves) and run by run; (3) the n- and m-sweeps, the rules, and a step's cost on the L40S.
+# > * **Comes first:** 05 (its statistics: time to target, seed-level intervals).
+# > * **Time here** (AMD EPYC family 25 model 1 (Zen 3), 2 cores, idle; `scripts/run_notebooks.py`, 2026-12-04): 6 s in either mode (no model: the released numbers only).
+# > * **You should see:** in section 2, the speed-up to GRPO's mean-curve peak from the mean curves and run by run.
+#
 # **Question.** The paper (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts
 # in LLM Reinforcement Learning*, TMLR 2026) trains Qwen2.5-3B-Instruct for six hours on one L40S, ten
 # times per setting. Its authors published every run's evaluations. With them we can check the paper's
 # claims with the statistics minipods uses for its own runs, **the run as the unit**: how strongly do
 # ten runs support each claim?
-#
-# **Time here**: a few seconds (no model, no training: only the released numbers); the last cell prints
-# this run's total. SMALL mode changes nothing.
 #
 # **The data** (`minipods/analysis/data/`, Apache-2.0, provenance in its README): 14 settings × 10 runs,
 # each run evaluated every 30 minutes of training wall-clock (a checkpoint), on GSM8K (1,319 questions),
@@ -29,7 +31,6 @@
 # **One caveat for every paired number below.** Run *k* of two settings share nothing we know of (they
 # are independent runs, not one seed through two arms), so "paired by run" pairs arbitrarily: a test
 # on such pairs stays valid, but pairing does not sharpen it as it does for minipods' seeds.
-
 #
 # **Set-up.** The first cell imports minipods (installed with `pip install -e .` in the repository:
 # scripts/setup.sh does it) and this folder's helpers, `lessons.py` (figures and timing tools; Jupyter
@@ -118,6 +119,23 @@ for bench in P.N_QUESTIONS:
     assert measured <= bound[P.REPEATS] < bound[1]
 
 # %% [markdown]
+# **Exercise 06.1 (predict, then run).** The exact sign-flip test counts, among the 2^k ways of flipping the
+# signs of k per-seed differences, those whose |mean| is at least the observed one. Predict the smallest p it
+# can return with k = 5 seeds, whatever the differences, then run the next cell.
+
+# %%
+from exercises import check
+floor_prediction = None  # your prediction: the smallest possible sign-flip p with 5 seeds
+
+# %%
+from minipods.stats import sign_flip_p
+
+for k in (3, 5, 10):
+    print(f"{k:2d} seeds all +1 point: p = {sign_flip_p([0.01 * (i + 1) for i in range(k)]):.4f}")
+
+check("06.1", floor_prediction)
+
+# %% [markdown]
 # ## 1. GSM8K accuracy against wall-clock hours: GRPO vs PODS
 #
 # Vanilla GRPO (n = m = 16) against GRPO-PODS (n = 64 → m = 16, max-variance), the paper's Figure 1:
@@ -162,7 +180,23 @@ assert all(at[h]["final"][PODS]["mean"] > at[h]["final"][GRPO]["mean"] for h in 
 
 # %% [markdown]
 # (The summary's lines say "seeds": here each seed is one of the paper's runs.)
-#
+
+# %% [markdown]
+# **Exercise 06.2 (implement).** Write the exact sign-flip p of "the mean difference is 0". The check compares
+# with minipods' `sign_flip_p` on random differences of 1 to 10 seeds (zeros, ties, all equal).
+
+# %%
+from exercises import check
+import itertools
+
+def sign_flip(diffs):
+    """Exact two-sided p: the share of the 2^k sign patterns (s_1 d_1, ..., s_k d_k), s = +-1, whose |mean| is at
+    least the observed |mean| (ties count as at least)."""
+    raise NotImplementedError("06.2: your code here")
+
+check("06.2", sign_flip)
+
+# %% [markdown]
 # ## 2. Time to GRPO's peak: "at least 1.7x faster"?
 #
 # The paper: PODS "achieves the peak test accuracy of vanilla GRPO at least 1.7× faster". **The paper's
@@ -288,6 +322,47 @@ configs = {a: {"n": P.setting(a)["n"], "m": P.setting(a)["m"]} for a in (GRPO, P
 paper_note = ("post hoc", "not a statistic the paper uses: chosen here after its runs were seen (post hoc)")
 display(Markdown("\n".join(summary_lines(summarize_study(in_hours, GRPO, PODS, budget_s=P.HOURS, note=paper_note),
                                           configs, unit="h")[2:])))
+
+# %% [markdown]
+# **Exercise 06.3 (observe).** The paper says PODS "achieves the peak test accuracy of vanilla GRPO at least
+# 1.7x faster". The cell reads the ten runs' mean curves against the target `FRAC` x GRPO's mean-curve peak
+# (1.0: the peak itself, the paper's words); section 2 read them at 1.0, 0.995 and 0.99. Change `FRAC` to
+# 0.98, then 0.97, and rerun. Answer: the speed-up at FRAC = 0.97? What does that say about a reading on
+# checkpoints half an hour apart?
+
+# %%
+from exercises import check
+from minipods.analysis import paper_runs as P
+from minipods.analysis.summary import time_to_target
+
+FRAC = 1.0  # change me: 0.98, 0.97
+GRPO, PODS = "GSM8K-512-16-16", "GSM8K-512-64-16"
+runs = P.only(P.paper_study("gsm8k"), [GRPO, PODS])
+curves = {0: {a: P.mean_curve(runs, a) for a in (GRPO, PODS)}}  # the mean curves as one pseudo-run
+peak = max(p.accuracy for p in curves[0][GRPO])
+t = time_to_target(curves, GRPO, target=FRAC * peak)["arms"]
+g, q = (t[a]["per_seed"][0]["seconds"] / 3600 for a in (GRPO, PODS))
+print(f"target {FRAC:.1%} of GRPO's peak: GRPO at {g:g} h, PODS at {q:g} h: {g / q:.2f}x sooner")
+speedup_at_97 = None  # your answer: the speed-up with FRAC = 0.97
+
+check("06.3", speedup_at_97)
+
+# %% [markdown]
+# **Exercise 06.4 (implement).** The rule `time_to_target` applies to each run: an arm is at the target at its
+# first evaluation within one evaluation's standard error below it, sqrt(t (1 − t) / n) for target t and n
+# graded answers. Write it for one curve. The check compares with `minipods.analysis.summary.time_to_target`
+# on random learning curves (never reached, reached at once, noisy).
+
+# %%
+from exercises import check
+import math
+
+def time_to_reach(curve, target, n):
+    """curve: [(seconds, accuracy), ...] in time order; n: answers graded per evaluation. The seconds of the first
+    evaluation with accuracy >= target - sqrt(target (1 - target) / n), or None if no evaluation gets there."""
+    raise NotImplementedError("06.4: your code here")
+
+check("06.4", time_to_reach)
 
 # %% [markdown]
 # ## 3. The n-sweep and the m-sweep at fixed wall-clock budgets
@@ -569,6 +644,23 @@ if laptop_dir:
 # studies agree that PODS learns. In both, the time-averaged difference spreads less over runs than the
 # final one (printed; asserted): it averages over every evaluation of a run, so one evaluation's noise or
 # collapse weighs less.
+
+# %% [markdown]
+# **Exercise 06.5 (implement).** Time to target needs a threshold, a grid of evaluations and censoring; the
+# time-averaged accuracy needs none: the area under accuracy against training seconds from 0 to a budget,
+# divided by the budget, so every evaluation counts. Write it. The check compares with
+# `minipods.analysis.summary.time_averaged` on random curves (one evaluation, a first evaluation after 0 s,
+# budgets before, between and after the evaluations).
+
+# %%
+from exercises import check
+def time_averaged(curve, budget):
+    """curve: [(seconds, accuracy), ...] in time order; budget > 0 seconds. The area under accuracy from 0 to budget,
+    divided by budget: trapezoids between evaluations; before the first evaluation its value, after the last one
+    the last value; the segment that crosses the budget cut there (its accuracy interpolated linearly)."""
+    raise NotImplementedError("06.5: your code here")
+
+check("06.5", time_averaged)
 
 # %% [markdown]
 # ## 8. Takeaways

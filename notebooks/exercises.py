@@ -29,6 +29,7 @@ import math
 import os
 import sys
 import textwrap
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -292,31 +293,33 @@ def _j_01_3(answer):
 
 @exercise("01.4", "predict", "where a decode step stops being memory-bound", "5. Why inference is cheap to parallelise",
           "crossover_prediction", """
-    **Exercise 01.4 (predict, then run).** An L40S (the paper's GPU) reads memory at 864 GB/s and multiplies
-    bf16 matrices at 362 TFLOP/s (datasheet). A decode step of B rows reads every weight once (2 bytes in
-    bf16) and does 2 FLOPs per weight per row. Predict the batch size B* above which the step's arithmetic
-    takes longer than reading the weights (compute-bound), then run the next cell, which prices the step with
-    `minipods.measure.speed.roofline`.
+    **Exercise 01.4 (predict, then run).** Section 5 put the L40S's crossover B* at bf16 weights, 2 bytes
+    each. The paper stores the frozen base in 4 bits (QLoRA, notebook 04): half a byte per weight read, while
+    the arithmetic stays 2 FLOPs per weight per row (864 GB/s, 362 TFLOP/s bf16, datasheet). Predict the batch
+    size B* above which the step's arithmetic takes longer than reading the weights (compute-bound), then run
+    the next cell, which prices the step with `minipods.measure.speed.roofline` (the 4-bit scales and the
+    unpacking left out).
     """, '''
     crossover_prediction = None  # your prediction: B*, the batch size where the step turns compute-bound
     ''', '''
     from minipods.measure.speed import roofline
 
     N = 3.09e9  # Qwen2.5-3B's weights (any N gives the same B*)
-    for B in (1, 16, 64, 256, 512, 1024):
-        r = roofline(2 * N, 2 * N * B, mem_gbs=864, tflops=362)
-        print(f"B = {B:4d}: reading the weights {1e3 * r['memory_s']:.2f} ms, arithmetic {1e3 * r['compute_s']:.2f} ms "
+    for B in (1, 16, 64, 128, 256, 512):
+        r = roofline(0.5 * N, 2 * N * B, mem_gbs=864, tflops=362)  # 4-bit weights: half a byte each
+        print(f"B = {B:4d}: reading the weights {1e3 * r['memory_s']:.3f} ms, arithmetic {1e3 * r['compute_s']:.3f} ms "
               f"-> {r['bound']}-bound")
     ''')
 def _j_01_4(answer):
     from minipods.measure.speed import roofline
-    truth = next(B for B in range(1, 100_000) if roofline(2.0, 2.0 * B, 864, 362)["bound"] == "compute")
+    truth = next(B for B in range(1, 100_000) if roofline(0.5, 2.0 * B, 864, 362)["bound"] == "compute")
     return _predict(answer, truth, 0.2, ".0f", rel=True, gaps=[
-        (2 * truth, "Each row costs 2 FLOPs per weight and each weight 2 bytes: B* = 362e12 x 2 / (2 x 864e9); "
-                    "counting 4 bytes (float32) or 1 FLOP per weight doubles it"),
-        (truth / 2, "bf16 weights are 2 bytes, not 1, and a weight costs 2 FLOPs per row, not 4: "
-                    "B* = 362e12 x 2 / (2 x 864e9)")],
-        why="Below B* a step costs about the same for 1 row as for B*: the paper's n = 64 rollouts ride almost free")
+        (4 * truth, "That is section 5's B* for bf16 weights (2 bytes): 4-bit weights are half a byte, so reading "
+                    "them takes a quarter of the time and B* = 362e12 x 0.5 / (2 x 864e9)"),
+        (2 * truth, "4 bits are half a byte, not one: B* = 362e12 x 0.5 / (2 x 864e9)"),
+        (truth / 2, "A weight costs 2 FLOPs per row, not 4: B* = 362e12 x 0.5 / (2 x 864e9)")],
+        why="Smaller weights make the step compute-bound sooner (a quarter of bf16's B*), yet the paper's n = 64 "
+            "rollouts per prompt still sit below it")
 
 
 # ================================================================ 02 · rewards
@@ -450,30 +453,31 @@ def _j_02_2(fn):
     return True, f"your format reward matches minipods.rewards.format_reward on {len(texts)} texts"
 
 
-@exercise("02.3", "observe", "what one missing tag costs", "3. The format reward", "reward_without_closing_reasoning", """
-    **Exercise 02.3 (observe).** Edit `edited` below: delete `</reasoning>` from the well-formed completion
-    (for example `TEXT.replace("</reasoning>", "")`) and rerun. Answer: its format reward now? Then try
-    other edits (a second `<answer>`, the blocks swapped): which tags does each one cost?
+@exercise("02.3", "observe", "what one missing tag costs", "3. The format reward", "reward_without_opening_reasoning", """
+    **Exercise 02.3 (observe).** Section 3 deleted `</reasoning>`. Edit `edited` below: delete the *opening*
+    `<reasoning>` from the well-formed completion instead (`TEXT.replace("<reasoning>", "")`, as a model that
+    starts reasoning without the tag writes) and rerun. Answer: its format reward now? Then try other edits
+    (`</answer>` deleted, a second `<answer>`, the blocks swapped): which tags does each one cost?
     """, '''
     from minipods.rewards import format_reward
 
     TEXT = "<reasoning>48/2 = 24; 48 + 24 = 72</reasoning>\\n<answer>72</answer>"
     edited = TEXT  # change me
     print(f"format reward {format_reward(edited):.3f} for {edited!r}")
-    reward_without_closing_reasoning = None  # your answer: the format reward once </reasoning> is deleted
+    reward_without_opening_reasoning = None  # your answer: the format reward once <reasoning> is deleted
     ''')
 def _j_02_3(answer):
     from minipods.rewards import format_reward
     x = _number(answer)
-    want = format_reward("<reasoning>48/2 = 24; 48 + 24 = 72\n<answer>72</answer>")
+    want = format_reward("48/2 = 24; 48 + 24 = 72</reasoning>\n<answer>72</answer>")
     if abs(x - want) < 1e-9:
-        return True, f"right: {want:.3f}; the missing </reasoning> costs itself and <answer>, which needs it once before"
+        return True, f"right: {want:.3f}; the missing <reasoning> costs itself and </reasoning>, which needs it once before"
     if abs(x - 0.075) < 1e-9:
-        return False, "0.075 would charge only the deleted tag: <answer> earns only when </reasoning> occurs once " \
+        return False, "0.075 would charge only the deleted tag: </reasoning> earns only when <reasoning> occurs once " \
                       "before it, so it goes too. Rerun the cell on the edited text"
     if abs(x - 0.1) < 1e-9:
-        return False, "0.1 is the untouched completion: delete </reasoning> from `edited` and rerun"
-    return False, f"you answered {x:.3f}: delete </reasoning> in `edited`, rerun, and read the reward it prints"
+        return False, "0.1 is the untouched completion: delete <reasoning> from `edited` and rerun"
+    return False, f"you answered {x:.3f}: delete <reasoning> in `edited`, rerun, and read the reward it prints"
 
 
 @exercise("02.4", "predict", "the advantage of a right answer", "5. Zero-variance groups carry no GRPO signal",
@@ -935,26 +939,33 @@ def _interval_hint(st, diffs, mean, lo, hi) -> str:
 @exercise("05.2", "predict", "the break-even gain on the paper's GPU", "6. The break-even gain, here and on the paper's L40S",
           "gain_prediction", """
     **Exercise 05.2 (predict, then run).** On the paper's L40S a GRPO step (n = m = 16) takes 7.5 s and a PODS
-    step (n = 64 → m = 16) 10.1 s. Predict how many GRPO steps one PODS step must be worth for PODS to reach a
-    target sooner, then run the next cell.
+    step (n = 64 → m = 16) 10.1 s; section 6 read off the break-even gain at n/m = 4. With rollout time linear
+    in the rollouts (section 6's first reading), predict the break-even gain of PODS at n = 128 → m = 16: how
+    many GRPO steps one PODS step must then be worth. Then run the next cell.
     """, '''
-    gain_prediction = None  # your prediction: the break-even gain
+    gain_prediction = None  # your prediction: the break-even gain at n = 128, m = 16
     ''', '''
     from minipods.measure import costmodel
 
-    paper = costmodel.paper_l40s()
-    print(f"break-even gain {paper['break_even_gain']:.3f}; the paper's ~2x speed-up implies a gain of "
-          f"{costmodel.implied_gain(2.0, paper['pods_s'], paper['grpo_s']):.2f}")
+    paper = costmodel.paper_l40s()  # the two step times: GRPO 16 -> 16, PODS 64 -> 16 (one prompt a step)
+    b_r = (paper["pods_s"] - paper["grpo_s"]) / (paper["n"] - paper["m"])  # s per extra rollout
+    for n in (64, 128):
+        t_pods = paper["grpo_s"] + b_r * (n - paper["m"])
+        print(f"n = {n:3d} -> m = 16: PODS step {t_pods:.2f} s, GRPO step {paper['grpo_s']} s: break-even gain "
+              f"{t_pods / paper['grpo_s']:.3f}")
     ''')
 def _j_05_2(answer):
     from minipods.measure import costmodel
-    truth = costmodel.paper_l40s()["break_even_gain"]
+    p = costmodel.paper_l40s()
+    ratio = lambda n: 1 + (n - p["m"]) * (p["pods_s"] - p["grpo_s"]) / ((p["n"] - p["m"]) * p["grpo_s"])  # noqa: E731
+    truth = ratio(128)
     return _predict(answer, truth, 0.02, ".3f", gaps=[
-        (1 / truth, "Inverted: PODS pays when gain > T_PODS / T_GRPO = 10.1 / 7.5"),
-        (2.0, "2x is the paper's wall-clock speed-up, not the break-even; the break-even is the step-time ratio"),
-        (costmodel.implied_gain(2.0, 10.1, 7.5), "That is the gain the ~2x speed-up implies (2 x 10.1 / 7.5); the "
-                                                 "break-even is 10.1 / 7.5")],
-        why="T_PODS / T_GRPO = 10.1 / 7.5")
+        (1 / truth, "Inverted: PODS pays when gain > T_PODS / T_GRPO, a ratio above 1"),
+        (ratio(64), "That is n = 64, the paper's own pair: at n = 128 PODS generates 112 extra rollouts, not 48"),
+        (2 * ratio(64), "Doubling n does not double the step: GRPO's 7.5 s stays; only the extra rollouts grow, "
+                        "from 48 to 112"),
+        (1 + 2 * (ratio(64) - 1), "The extra rollouts are n - m: 48 at n = 64, 112 (not 96) at n = 128")],
+        why="T_PODS / T_GRPO = (7.5 + 112 x 2.6 / 48) / 7.5: each further multiple of m adds 0.116 GRPO steps")
 
 
 def _cost_models(rng):
@@ -1104,16 +1115,17 @@ def _one_sided(d) -> float:
 
 
 @exercise("06.3", "observe", "how the paper's way moves with its target", "2. Time to GRPO's peak: \"at least 1.7x faster\"?",
-          "speedup_at_99", """
+          "speedup_at_97", """
     **Exercise 06.3 (observe).** The paper says PODS "achieves the peak test accuracy of vanilla GRPO at least
     1.7x faster". The cell reads the ten runs' mean curves against the target `FRAC` x GRPO's mean-curve peak
-    (1.0: the peak itself, the paper's words). Change `FRAC` to 0.995, then 0.99, and rerun. Answer: the
-    speed-up at FRAC = 0.99? What does that say about a reading on checkpoints half an hour apart?
+    (1.0: the peak itself, the paper's words); section 2 read them at 1.0, 0.995 and 0.99. Change `FRAC` to
+    0.98, then 0.97, and rerun. Answer: the speed-up at FRAC = 0.97? What does that say about a reading on
+    checkpoints half an hour apart?
     """, '''
     from minipods.analysis import paper_runs as P
     from minipods.analysis.summary import time_to_target
 
-    FRAC = 1.0  # change me: 0.995, 0.99
+    FRAC = 1.0  # change me: 0.98, 0.97
     GRPO, PODS = "GSM8K-512-16-16", "GSM8K-512-64-16"
     runs = P.only(P.paper_study("gsm8k"), [GRPO, PODS])
     curves = {0: {a: P.mean_curve(runs, a) for a in (GRPO, PODS)}}  # the mean curves as one pseudo-run
@@ -1121,18 +1133,19 @@ def _one_sided(d) -> float:
     t = time_to_target(curves, GRPO, target=FRAC * peak)["arms"]
     g, q = (t[a]["per_seed"][0]["seconds"] / 3600 for a in (GRPO, PODS))
     print(f"target {FRAC:.1%} of GRPO's peak: GRPO at {g:g} h, PODS at {q:g} h: {g / q:.2f}x sooner")
-    speedup_at_99 = None  # your answer: the speed-up with FRAC = 0.99
+    speedup_at_97 = None  # your answer: the speed-up with FRAC = 0.97
     ''')
 def _j_06_3(answer):
     x = _number(answer)
-    at = {f: _mean_curve_speedup(f) for f in (0.99, 0.995, 1.0)}
-    if abs(x - at[0.99]) <= 0.05:
-        return True, f"right: {at[0.99]:.2f}x at 99% of the peak, {at[0.995]:.2f}x at 99.5%, {at[1.0]:.2f}x at the peak " \
-                     "itself: on half-hourly checkpoints the reading jumps with the target's last percent (a knife-edge)"
-    for f in (0.995, 1.0):
-        if abs(x - at[f]) <= 0.05:
-            return False, f"{x:.2f}x is the reading at FRAC = {f}: set FRAC = 0.99 and rerun"
-    return False, f"you answered {x:.2f}: set FRAC = 0.99, rerun, and read the speed-up it prints"
+    at = {f: _mean_curve_speedup(f) for f in (0.97, 0.98, 0.99, 0.995, 1.0)}
+    if abs(x - at[0.97]) <= 0.05:
+        return True, f"right: {at[0.97]:.2f}x at 97% of the peak, " + ", ".join(
+            f"{at[f]:.2f}x at {f:.1%}" for f in (0.98, 0.99, 0.995)) + f", {at[1.0]:.2f}x at the peak itself: on " \
+            "half-hourly checkpoints the reading jumps as the target moves by a point or two (a knife-edge)"
+    same = [f for f in (0.98, 0.99, 0.995, 1.0) if abs(x - at[f]) <= 0.05]
+    if same:
+        return False, f"{x:.2f}x is the reading at FRAC = {' and '.join(f'{f:g}' for f in same)}: set FRAC = 0.97 and rerun"
+    return False, f"you answered {x:.2f}: set FRAC = 0.97, rerun, and read the speed-up it prints"
 
 
 def _mean_curve_speedup(frac: float) -> float:
@@ -1291,10 +1304,10 @@ def cells(ex: Exercise) -> str:
 
 
 def staged(notebooks=()) -> str:
-    """notebooks/solutions/CELLS.md: every exercise's cells, by notebook, with the section they close."""
-    out = ["# Exercise cells, staged for the notebooks", "",
-           "Generated by `python notebooks/exercises.py --cells > notebooks/solutions/CELLS.md` (tests hold it current).",
-           "Each block goes, in jupytext percent format, at the end of the named section of notebooks/NN_*.py.", ""]
+    """Every exercise's cells, by notebook, with the section they close: what notebooks/NN_*.py hold (tested)."""
+    out = ["# Exercise cells", "",
+           "Printed by `python notebooks/exercises.py --cells [NN]`. Each block stands, in jupytext percent format, at the",
+           "end of the named section of notebooks/NN_*.py (tests/test_exercises.py checks it is there, as printed).", ""]
     for ex in EXERCISES.values():
         if not notebooks or ex.notebook in notebooks:
             out += [f"## {ex.id} ({ex.kind}): {ex.title}", "", f"Notebook {ex.notebook}, end of section \"{ex.section}\".",
@@ -1311,8 +1324,17 @@ def main(argv=None) -> int:
     if args[:1] == ["--cells"]:
         print(staged(args[1:]), end="")
         return 0
+    if args[:1] == ["--time"] and args[1:] and all(a in EXERCISES for a in args[1:]):
+        sols = _solutions()
+        for i in args[1:]:  # a class's compute: each exercise's cells as written, then its check on the worked answer
+            t0 = time.perf_counter()
+            run_cells(EXERCISES[i])
+            with contextlib.redirect_stdout(io.StringIO()):
+                ok = _verdict(i, sols[i])[0] is True
+            print(f"{i}: {time.perf_counter() - t0:.1f} s ({'pass' if ok else 'FAIL'})")
+        return 0
     if args:
-        print("usage: python notebooks/exercises.py [--self-test | --cells [NN ...]]", file=sys.stderr)
+        print("usage: python notebooks/exercises.py [--self-test | --cells [NN ...] | --time ID ...]", file=sys.stderr)
         return 2
     for ex in EXERCISES.values():
         print(f"{ex.id}  {ex.kind:9s}  {ex.title}  (section: {ex.section})")

@@ -7,7 +7,8 @@
    reading; `--small` runs the test suite's tiny sizes instead, to try the pipeline: don't commit those),
    with `notebooks/` as the working directory (runs a notebook writes land in the gitignored
    `notebooks/runs/`);
-3. strips what would churn every diff or bloat the file: per-cell execution timestamps and widget state.
+3. prints its wall time, and each section's that took a minute or more (the opening cards quote them);
+4. strips what would churn every diff or bloat the file: per-cell execution timestamps and widget state.
 Progress bars are off (TQDM_DISABLE=1): in a kernel tqdm draws ipywidgets, which GitHub cannot render.
 
 Set MINIPODS_GSM8K_DIR first (otherwise notebooks 01/02/04 fall back to synthetic problems) and
@@ -18,8 +19,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import jupytext.cli
@@ -37,6 +40,23 @@ def sources(selected: list[str]) -> list[Path]:
     if selected:
         paths = [p for p in paths if any(p.stem.startswith(s) for s in selected)]
     return paths
+
+
+def section_seconds(nb) -> dict:
+    """{section heading: seconds its code cells ran}, from the execution timestamps nbclient records (before
+    strip_volatile drops them); a section starts at a markdown line "## ..."; cells before the first: "setup"."""
+    out, section = {}, "setup"
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            heads = re.findall(r"(?m)^## (.+)$", cell.source)
+            section = heads[-1].strip() if heads else section
+            continue
+        ex = cell.metadata.get("execution", {})
+        t0, t1 = ex.get("iopub.execute_input"), ex.get("shell.execute_reply")
+        if t0 and t1:
+            dt = datetime.fromisoformat(t1.replace("Z", "+00:00")) - datetime.fromisoformat(t0.replace("Z", "+00:00"))
+            out[section] = out.get(section, 0.0) + dt.total_seconds()
+    return out
 
 
 def strip_volatile(nb) -> None:
@@ -97,12 +117,14 @@ def main(argv=None) -> int:
                                 resources={"metadata": {"path": str(NB_DIR)}})
         t0 = time.perf_counter()
         client.execute()  # raises CellExecutionError (with the failing cell's traceback)
+        wall = time.perf_counter() - t0
+        long = {k: s for k, s in section_seconds(nb).items() if s >= 60}  # the opening cards quote these
         strip_volatile(nb)
         nbformat.validate(nb)
         nbformat.write(nb, ipynb)
         os.utime(py)  # the pair is in sync: keep the source newer, as `jupytext --sync` does
-        print(f"ran {ipynb.relative_to(ROOT)} in {time.perf_counter() - t0:.0f} s "
-              f"({'SMALL' if args.small else 'full'} mode)")
+        print(f"ran {ipynb.relative_to(ROOT)} in {wall:.0f} s ({'SMALL' if args.small else 'full'} mode)"
+              + "".join(f"\n  section {k!r}: {s:.0f} s" for k, s in long.items()))
     return 0
 
 

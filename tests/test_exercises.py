@@ -164,10 +164,10 @@ PLANTED = [  # (exercise, wrong answer, a word the hint must contain)
     ("06.4", reach_without_tolerance, "standard error"), ("06.4", reach_last, "first evaluation"),
     ("06.5", averaged_as_steps, "trapezoids"), ("06.5", averaged_plain_mean, "how far apart"),
     # predictions and observations: the likely wrong number gets its own explanation
-    ("01.4", 838, "4 bytes"), ("02.4", 1.732, "population std"), ("02.5", 10, "not below"),
+    ("01.4", 419, "section 5"), ("01.4", 210, "half a byte"), ("02.4", 1.732, "population std"), ("02.5", 10, "not below"),
     ("03.1", 5, "max-reward"), ("03.5", 0.656, "group of 4"), ("04.1", [(1.3, 1.0), (0.7, 1.0)], "min keeps it"),
-    ("04.2", 0.4, "Inverted"), ("04.4", 6e-10, "SGD"), ("05.2", 0.742, "Inverted"), ("06.1", 0.03125, "Two-sided"),
-    ("06.3", 1.6, "FRAC = 1.0"), ("01.3", 0.538, "T = 0.9"), ("02.3", 0.075, "only the deleted tag"),
+    ("04.2", 0.4, "Inverted"), ("04.4", 6e-10, "SGD"), ("05.2", 0.553, "Inverted"), ("05.2", 1.347, "n = 64"), ("05.2", 1.693, "112"), ("06.1", 0.03125, "Two-sided"),
+    ("06.3", 1.6, "at FRAC = 1:"), ("06.3", 2.0, "0.98 and 0.99"), ("01.3", 0.538, "T = 0.9"), ("02.3", 0.075, "only the deleted tag"),
 ]
 
 
@@ -239,10 +239,28 @@ def test_cells_compile_and_run_as_written():
         assert out.getvalue().rstrip().splitlines()[-1].startswith(f"· {ex.id} not answered yet")
 
 
-def test_staged_cells_match_the_exercises():
-    staged = (NB / "solutions" / "CELLS.md").read_text()
+# a section's end: the next numbered heading ("## 4. ...", "### 2b. ..."), another "## " heading, or the takeaways
+SECTION_END = re.compile(r"(?m)^# (?:#{2,3} \d+[a-z]?\. |## |\*\*Takeaways\.\*\*)")
+
+
+def test_notebooks_hold_their_exercises():
+    """Each notebook's source holds its exercises' cells as exercises.py prints them (so an edited exercise cannot
+    go stale in the notebook), one check("NN.k", ...) each, at the end of the section the exercise names: after
+    that section's heading, with no code cell of the notebook's own between it and the section's end."""
+    sources = {p.name[:2]: p.read_text() for p in NB.glob("[0-9][0-9]_*.py")}
+    blocks = {ex.id: E.cells(ex) for ex in E.EXERCISES.values()}
     for ex in E.EXERCISES.values():
-        assert E.cells(ex) in staged, f"notebooks/solutions/CELLS.md is stale for {ex.id}: python notebooks/exercises.py --cells"
+        src = sources[ex.notebook]
+        assert src.count(f'check("{ex.id}"') == 1, f"{ex.id}: not once in notebook {ex.notebook}"
+        assert blocks[ex.id] in src, f"{ex.id}: notebook {ex.notebook} holds other cells than `exercises.py --cells {ex.notebook}` prints"
+        start = src.index(blocks[ex.id])
+        heads = re.findall(r"(?m)^# #{2,3} (\d+[a-z]?)\. ", src[:start])
+        assert heads and heads[-1] == ex.section.split(".")[0], f"{ex.id} sits in section {heads[-1:]}, not {ex.section!r}"
+        end = SECTION_END.search(src, start)
+        rest = src[start:end.start() if end else len(src)]
+        for other in blocks.values():
+            rest = rest.replace(other, "")
+        assert "# %%\n" not in rest, f"{ex.id}: the notebook's own code follows it inside section {ex.section!r}"
 
 
 def test_self_test_line():

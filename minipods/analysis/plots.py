@@ -16,8 +16,7 @@ import sys
 from pathlib import Path
 
 from minipods.analysis.results import (COMPARISON_FILE, find_runs, machine, read_config, read_rows,  # noqa: F401
-                                       read_study, repriced_study, seed_dirs, summarize, training_rows,
-                                       update_pricing)
+                                       read_study, repriced_study, seed_dirs, summarize, training_rows)
 from minipods.analysis.paper_runs import mean_curve
 from minipods.analysis.summary import BASELINE, summarize_study, write_summary
 from minipods.cli import Parser, fail
@@ -151,7 +150,7 @@ def make(seed_dirs: dict, out_dir: str | Path, meta: dict | None = None, baselin
     rows = {s: {a: read_rows(d) for a, d in dirs.items()} for s, dirs in seed_dirs.items()}
     configs = {a: read_config(d) for dirs in seed_dirs.values() for a, d in dirs.items()}
     study = read_study(seed_dirs)
-    pricing = {a: update_pricing(configs[a]) for a in dict.fromkeys(a for by in study.values() for a in by)}
+    pricing = {a: configs[a]["update_pricing"] for a in dict.fromkeys(a for by in study.values() for a in by)}
     baseline = baseline or meta.get("baseline") or BASELINE
     if baseline not in configs:
         baseline = next((a for a, cfg in configs.items() if cfg.get("method") == "grpo"), None)

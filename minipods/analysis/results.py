@@ -110,11 +110,6 @@ def summarize(runs: dict[str, list[dict]]) -> list[dict]:
     return out
 
 
-def update_pricing(cfg: dict) -> str:
-    """What a run's update_s paid for: config.json's update_pricing (every_row | skip_silent)."""
-    return cfg["update_pricing"]
-
-
 def repriced_seconds(rows: list[dict], ran: str, to: str) -> dict[int, float]:
     """step -> elapsed_s had the update paid `to` instead of `ran`, update seconds scaled by the rows
     processed (the rule: docs/training.md)."""
@@ -133,7 +128,7 @@ def repriced_seconds(rows: list[dict], ran: str, to: str) -> dict[int, float]:
 def repriced_study(study: dict, rows: dict, configs: dict[str, dict]) -> tuple[str, dict | str]:
     """The other pricing and the study's seconds under it (rows: seed -> arm -> metrics rows), or why
     they cannot be computed."""
-    ran = {a: update_pricing(configs[a]) for by in study.values() for a in by}
+    ran = {a: configs[a]["update_pricing"] for by in study.values() for a in by}
     to = "skip_silent" if set(ran.values()) == {"every_row"} else "every_row"
     out: dict = {}
     for s, arms in study.items():

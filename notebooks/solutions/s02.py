@@ -55,8 +55,8 @@ WHY = {
             "is a truncated generation, not an answer. normalize_number makes '$1,080.00' and '1080' equal.",
     "02.2": "Each tag earns 0.025 when it occurs exactly once and (after the first) its predecessor occurs once and "
             "before it, so order matters and a missing or doubled tag also costs the next one.",
-    "02.3": "Deleting </reasoning> costs that tag and <answer> (which needs </reasoning> once before it); "
-            "<reasoning> and </answer> still earn: 2 x 0.025 = 0.05.",
+    "02.3": "Deleting <reasoning> costs that tag and </reasoning> (which needs <reasoning> once before it); "
+            "<answer> and </answer> still earn: 2 x 0.025 = 0.05.",
     "02.4": "mean 0.25, sample std sqrt((2 x 0.75^2 + 6 x 0.25^2) / 7) = 0.463, so (1 - 0.25) / 0.463 = 1.62; "
             "np.std's population std (0.433) would give 1.73.",
     "02.5": "P(silent) = 0.8^n + 0.2^n: 0.107 at n = 10, 0.086 at n = 11. Generation is the cheap phase, so a "
