@@ -9,6 +9,11 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Under pytest-xdist (pyproject's `-n auto`) each worker is one process per core: one intra-op thread each,
+# so two workers on two cores do not fight over them (tiny models gain little from a second thread). The
+# subprocesses tests start inherit it; an explicit OMP_NUM_THREADS wins.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 if os.environ.get("MINIPODS_GSM8K_DIR"):
     os.environ["MINIPODS_GSM8K_DIR"] = str(Path(os.environ["MINIPODS_GSM8K_DIR"]).resolve())
 

@@ -31,5 +31,5 @@ def test_colab_requirements_leave_the_notebooks_own_packages_alone_and_keep_the_
     assert {name: full.get(name) for name in colab} == colab  # each pin is requirements.txt's
     # everything the package needs from requirements.txt is there: all but the notebook's own and the
     # notebook/test tooling
-    assert set(full) - set(colab) == NOTEBOOK_OWN | {"jupytext", "nbclient", "nbformat", "pytest"}
+    assert set(full) - set(colab) == NOTEBOOK_OWN | {"jupytext", "nbclient", "nbformat", "pytest", "pytest-xdist"}
 
