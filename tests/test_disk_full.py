@@ -49,6 +49,7 @@ def cli(monkeypatch, capsys):
     return main
 
 
+@pytest.mark.slow  # a sweep of many tiny runs
 def test_a_full_disk_at_the_write_points_loses_nothing(tmp_path, cli, write_points):
     assert cli(argv(tmp_path / "full"))[0] == 0
     names = [p for p in write_points.seen if not p.startswith("step:")]

@@ -59,6 +59,7 @@ def adapter_of(model):
     return {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" in n}
 
 
+@pytest.mark.slow  # a sweep of many tiny runs
 def test_kills_anywhere_then_resume_equal_an_uninterrupted_run(tmp_path, write_points):
     full_model = run(tiny_cfg(tmp_path / "full"))
     names = list(write_points.seen)
@@ -202,6 +203,7 @@ def test_all_equal_groups_get_exactly_zero_advantage():
     assert mixed[2] > 0 > mixed[0]
 
 
+@pytest.mark.slow  # a sweep of many tiny runs
 def test_compare_survives_kills_anywhere(tmp_path, write_points):
     cfg = dict(data="synthetic", n=4, m=2, prompts_per_step=2, max_new_tokens=6, max_prompt_tokens=48, max_steps=3,
                eval_every=2, eval_limit=2, eval_max_new_tokens=4, save_every=2, device="cpu", progress=False)
