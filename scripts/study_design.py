@@ -2,6 +2,7 @@
 
     python scripts/study_design.py            # the tables of docs/results.md, "Power calculation"
     python scripts/study_design.py --probe DIR  # is this sitting's machine fit for study seeds?
+    python scripts/study_design.py --probe DIR --study-pilot class  # ... for the class study's reference seeds?
     python scripts/study_design.py --power-table  # the class study's sizing and power (docs/class_study.md)
 
 The probe (docs/results.md, "Machine speed"): the pilot's first 33 GRPO steps again, same seed, so the
@@ -41,6 +42,8 @@ OLD_EVAL_S_PER_QUESTION = 283 / (5 * 128)  # the largest "five evaluations and t
 OLD_TIME_TO_TARGET = {"grpo": [320, 313, 405], "pods_max_variance": [364, 354, 336]}
 OLD_FINAL_ACC = {"grpo": [41.4, 49.2, 9.4, 57.0, 45.3], "pods_max_variance": [29.7, 37.5, 30.5, 57.8, 53.9]}
 PILOT_PROBE_S = 183.0  # the pilot's training seconds at step 33 (its 180 s evaluation: docs/results.md)
+# the class study's pilots' machine (AMD EPYC Zen 3, 2 cores), the same probe run before pilot seed 101: docs/class_study.md
+PILOTS = {"laptop": PILOT_PROBE_S, "class": 235.0}
 PROBE_STEPS = 33
 PROBE_TOLERANCE = 1.25  # study seeds run where the probe takes at most this multiple of the pilot's
 OLD_USABLE = 3 / 5  # seeds of five on which both arms reached a target (seed 2: none; seed 1: PODS never)
@@ -251,8 +254,8 @@ def class_report(study_dir: str, pilots: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def probe_verdict(run_dir: str) -> str:
-    """The probe run's training seconds at step 33 against the pilot's, and whether seeds may run here."""
+def probe_verdict(run_dir: str, study: str = "laptop") -> str:
+    """The probe run's training seconds at step 33 against the `study`'s pilot's, and whether its seeds may run here."""
     from minipods.checkpoint import RunError, read_log
 
     try:
@@ -262,11 +265,11 @@ def probe_verdict(run_dir: str) -> str:
     row = next((r for r in rows if r.get("step") == PROBE_STEPS and "elapsed_s" in r), None)
     if row is None:
         raise ValueError(f"{run_dir}: no step {PROBE_STEPS} in metrics.jsonl (run the probe command to the end)")
-    ratio = row["elapsed_s"] / PILOT_PROBE_S
+    ratio = row["elapsed_s"] / PILOTS[study]
     ok = ratio <= PROBE_TOLERANCE
-    return (f"probe: {PROBE_STEPS} steps in {row['elapsed_s']:.0f} s of training, the pilot's machine {PILOT_PROBE_S:.0f} s "
-            f"({ratio:.2f}x); {'fit for study seeds' if ok else 'too slow for study seeds'} "
-            f"(at most {PROBE_TOLERANCE}x: {budget_steps(ratio)})")
+    return (f"probe: {PROBE_STEPS} steps in {row['elapsed_s']:.0f} s of training, the {study} study's pilot's machine "
+            f"{PILOTS[study]:.0f} s ({ratio:.2f}x); {'fit for' if ok else 'too slow for'} {study} study seeds "
+            f"(at most {PROBE_TOLERANCE}x: {budget_steps(row['elapsed_s'] / PILOT_PROBE_S)})")
 
 
 def budget_steps(ratio: float) -> str:
@@ -281,6 +284,8 @@ def main(argv=None) -> int:
     ap.add_argument("--log-ratios", default=None, help="measured per-seed log(grpo time / pods time), comma-separated "
                                                         "(default: the five-seed study's three)")
     ap.add_argument("--probe", default=None, metavar="DIR", help="read the probe run in DIR (see above) instead")
+    ap.add_argument("--study-pilot", choices=sorted(PILOTS), default="laptop",
+                    help="--probe: whose pilot's machine to compare with (default laptop; the class study: class)")
     ap.add_argument("--power-table", action="store_true", help="the class study's sizing and power table instead")
     ap.add_argument("--study", default="studies/laptop10", help="--power-table: the finished study measured")
     ap.add_argument("--pilots", default=None, help="--power-table: the pilots' merged study (compare --merge)")
@@ -293,7 +298,7 @@ def main(argv=None) -> int:
         return 0
     if args.probe:
         try:
-            print(probe_verdict(args.probe))
+            print(probe_verdict(args.probe, args.study_pilot))
         except (OSError, ValueError) as e:
             ap.error(str(e))
         from minipods.measure.speed import machine_limits  # torch: only here

@@ -123,9 +123,13 @@ def test_machine_probe_verdict(tmp_path, capsys):
         return str(d)
 
     fit = D.probe_verdict(probe(200.0))  # 200 / 183 = 1.09x the pilot's machine
-    assert "1.09x" in fit and "fit for study seeds" in fit and "~219 GRPO steps" in fit
+    assert "1.09x" in fit and "fit for laptop study seeds" in fit and "~219 GRPO steps" in fit
     slow = D.probe_verdict(probe(430.0))  # 2.35x: this sitting's AMD EPYC
     assert "2.35x" in slow and "too slow" in slow and "~102 GRPO steps" in slow
+    p235 = probe(235.0)
+    cls = D.probe_verdict(p235, "class")  # the class pilots' own machine: 1.00x of its 235 s, 1.28x the laptop's
+    assert "1.00x" in cls and "fit for class study seeds" in cls and "~186 GRPO steps" in cls
+    assert "too slow for laptop study seeds" in D.probe_verdict(p235)
     with pytest.raises(ValueError, match="no step 33"):
         D.probe_verdict(probe(100.0, steps=20))
     with pytest.raises(SystemExit) as e:
