@@ -44,6 +44,9 @@ OLD_FINAL_ACC = {"grpo": [41.4, 49.2, 9.4, 57.0, 45.3], "pods_max_variance": [29
 PILOT_PROBE_S = 183.0  # the pilot's training seconds at step 33 (its 180 s evaluation: docs/results.md)
 # the class study's pilots' machine (AMD EPYC Zen 3, 2 cores), the same probe run before pilot seed 101: docs/class_study.md
 PILOTS = {"laptop": PILOT_PROBE_S, "class": 235.0}
+# what each study's budget bought its pilots in GRPO steps: the laptop pilot 239 in its first 901 s; the class
+# pilots at their chosen lr 2e-4 75 and 96 in 600 s (pilots/class/lr2e-4-seed10{0,1}/grpo/DONE), their mean
+PILOT_STEPS = {"laptop": (LAPTOP_BUDGET_S, 239.0), "class": (600.0, 85.5)}
 PROBE_STEPS = 33
 PROBE_TOLERANCE = 1.25  # study seeds run where the probe takes at most this multiple of the pilot's
 OLD_USABLE = 3 / 5  # seeds of five on which both arms reached a target (seed 2: none; seed 1: PODS never)
@@ -269,12 +272,13 @@ def probe_verdict(run_dir: str, study: str = "laptop") -> str:
     ok = ratio <= PROBE_TOLERANCE
     return (f"probe: {PROBE_STEPS} steps in {row['elapsed_s']:.0f} s of training, the {study} study's pilot's machine "
             f"{PILOTS[study]:.0f} s ({ratio:.2f}x); {'fit for' if ok else 'too slow for'} {study} study seeds "
-            f"(at most {PROBE_TOLERANCE}x: {budget_steps(row['elapsed_s'] / PILOT_PROBE_S)})")
+            f"(at most {PROBE_TOLERANCE}x: {budget_steps(ratio, study)})")
 
 
-def budget_steps(ratio: float) -> str:
-    """What LAPTOP_BUDGET_S buys at this speed, by the pilot's 239 GRPO steps in its first 901 s."""
-    return f"~{239 / ratio:.0f} GRPO steps in {LAPTOP_BUDGET_S:.0f} s, the pilot 239"
+def budget_steps(ratio: float, study: str = "laptop") -> str:
+    """What the `study`'s budget buys at `ratio` times its pilot's probe time, by its pilots' GRPO steps."""
+    budget_s, steps = PILOT_STEPS[study]
+    return f"~{steps / ratio:.0f} GRPO steps in {budget_s:.0f} s, the pilot{'s' * (study == 'class')} {steps:g}"
 
 
 def main(argv=None) -> int:

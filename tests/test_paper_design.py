@@ -128,7 +128,8 @@ def test_machine_probe_verdict(tmp_path, capsys):
     assert "2.35x" in slow and "too slow" in slow and "~102 GRPO steps" in slow
     p235 = probe(235.0)
     cls = D.probe_verdict(p235, "class")  # the class pilots' own machine: 1.00x of its 235 s, 1.28x the laptop's
-    assert "1.00x" in cls and "fit for class study seeds" in cls and "~186 GRPO steps" in cls
+    assert "1.00x" in cls and "fit for class study seeds" in cls and "~86 GRPO steps in 600 s" in cls
+    assert "~67 GRPO steps in 600 s" in D.probe_verdict(probe(300.0), "class")  # 1.28x: 85.5 / 1.28
     assert "too slow for laptop study seeds" in D.probe_verdict(p235)
     with pytest.raises(ValueError, match="no step 33"):
         D.probe_verdict(probe(100.0, steps=20))
