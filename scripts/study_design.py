@@ -27,11 +27,12 @@ import argparse
 import json
 import math
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from minipods.stats import t975
-from minipods.presets import LAPTOP_BUDGET_S, LAPTOP_EVAL_EVERY_S, LAPTOP_EVAL_LIMIT
+from minipods.presets import LAPTOP_BUDGET_S, LAPTOP_EVAL_EVERY_S, LAPTOP_EVAL_LIMIT, PRESETS
 
 # docs/results.md, the five-seed study of `compare --small` (4 prompts per step, idle 2-core EPYC):
 # mean s/step split (rollouts + update) and the fraction of silent groups, per arm
@@ -42,11 +43,20 @@ OLD_EVAL_S_PER_QUESTION = 283 / (5 * 128)  # the largest "five evaluations and t
 OLD_TIME_TO_TARGET = {"grpo": [320, 313, 405], "pods_max_variance": [364, 354, 336]}
 OLD_FINAL_ACC = {"grpo": [41.4, 49.2, 9.4, 57.0, 45.3], "pods_max_variance": [29.7, 37.5, 30.5, 57.8, 53.9]}
 PILOT_PROBE_S = 183.0  # the pilot's training seconds at step 33 (its 180 s evaluation: docs/results.md)
-# the class study's pilots' machine (AMD EPYC Zen 3, 2 cores), the same probe run before pilot seed 101: docs/class_study.md
-PILOTS = {"laptop": PILOT_PROBE_S, "class": 235.0}
-# what each study's budget bought its pilots in GRPO steps: the laptop pilot 239 in its first 901 s; the class
-# pilots at their chosen lr 2e-4 75 and 96 in 600 s (pilots/class/lr2e-4-seed10{0,1}/grpo/DONE), their mean
-PILOT_STEPS = {"laptop": (LAPTOP_BUDGET_S, 239.0), "class": (600.0, 85.5)}
+
+
+class Pilot(NamedTuple):
+    """A study's pilots' machine, as its probe and its budget measured it."""
+    probe_s: float  # the probe's training seconds at step 33 there
+    budget_s: float  # the study's training seconds per arm
+    steps: float  # GRPO steps that budget bought the pilots
+    who: str  # whose steps, in the verdict
+
+
+# laptop: the pilot's 239 steps in its first 901 s. class: the same probe before pilot seed 101 (AMD EPYC Zen 3,
+# 2 cores: docs/class_study.md); at the chosen lr 2e-4 the pilots' GRPO ran 75 and 96 steps (pilots/class/lr2e-4-seed10{0,1})
+PILOTS = {"laptop": Pilot(PILOT_PROBE_S, LAPTOP_BUDGET_S, 239.0, "the pilot"),
+          "class": Pilot(235.0, PRESETS["class"]["budget_s"], (75 + 96) / 2, "the pilots' mean")}
 PROBE_STEPS = 33
 PROBE_TOLERANCE = 1.25  # study seeds run where the probe takes at most this multiple of the pilot's
 OLD_USABLE = 3 / 5  # seeds of five on which both arms reached a target (seed 2: none; seed 1: PODS never)
@@ -227,8 +237,6 @@ def power_table(sds: dict[str, float], students=STUDENTS) -> list[str]:
 
 
 def class_report(study_dir: str, pilots: str | None = None) -> str:
-    from minipods.presets import PRESETS
-
     preset, m = PRESETS["class"], measured(study_dir)
     z = class_sizing(m, preset)
     lines = [f"measured in {study_dir} ({m['evaluations']} evaluations): {m['eval_s_per_q']:.3f} s per question (slowest "
@@ -268,17 +276,17 @@ def probe_verdict(run_dir: str, study: str = "laptop") -> str:
     row = next((r for r in rows if r.get("step") == PROBE_STEPS and "elapsed_s" in r), None)
     if row is None:
         raise ValueError(f"{run_dir}: no step {PROBE_STEPS} in metrics.jsonl (run the probe command to the end)")
-    ratio = row["elapsed_s"] / PILOTS[study]
+    pilot = PILOTS[study]
+    ratio = row["elapsed_s"] / pilot.probe_s
     ok = ratio <= PROBE_TOLERANCE
     return (f"probe: {PROBE_STEPS} steps in {row['elapsed_s']:.0f} s of training, the {study} study's pilot's machine "
-            f"{PILOTS[study]:.0f} s ({ratio:.2f}x); {'fit for' if ok else 'too slow for'} {study} study seeds "
-            f"(at most {PROBE_TOLERANCE}x: {budget_steps(ratio, study)})")
+            f"{pilot.probe_s:.0f} s ({ratio:.2f}x); {'fit for' if ok else 'too slow for'} {study} study seeds "
+            f"(at most {PROBE_TOLERANCE}x: {budget_steps(ratio, pilot)})")
 
 
-def budget_steps(ratio: float, study: str = "laptop") -> str:
-    """What the `study`'s budget buys at `ratio` times its pilot's probe time, by its pilots' GRPO steps."""
-    budget_s, steps = PILOT_STEPS[study]
-    return f"~{steps / ratio:.0f} GRPO steps in {budget_s:.0f} s, the pilot{'s' * (study == 'class')} {steps:g}"
+def budget_steps(ratio: float, pilot: Pilot = PILOTS["laptop"]) -> str:
+    """What the pilot's study budget buys at `ratio` times its probe time, by the pilots' GRPO steps."""
+    return f"~{pilot.steps / ratio:.0f} GRPO steps in {pilot.budget_s:.0f} s, {pilot.who} {pilot.steps:g}"
 
 
 def main(argv=None) -> int:
