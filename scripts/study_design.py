@@ -236,7 +236,7 @@ def power_table(sds: dict[str, float], students=STUDENTS) -> list[str]:
     return lines
 
 
-def class_report(study_dir: str, pilots: str | None = None) -> str:
+def class_report(study_dir: str, pilots: list[str] | None = None) -> str:
     preset, m = PRESETS["class"], measured(study_dir)
     z = class_sizing(m, preset)
     lines = [f"measured in {study_dir} ({m['evaluations']} evaluations): {m['eval_s_per_q']:.3f} s per question (slowest "
@@ -257,9 +257,9 @@ def class_report(study_dir: str, pilots: str | None = None) -> str:
            f"{study_dir} cut at {preset['budget_s']:.0f} s (estimate): SD {sd(cut['diffs']):.1f}": sd(cut["diffs"]),
            f"the same with {preset['eval_limit']} questions' noise (estimate): SD {math.sqrt(sd(cut['diffs']) ** 2 + add):.1f}":
                math.sqrt(sd(cut["diffs"]) ** 2 + add)}
-    if pilots:
-        pd = averaged_diffs(pilots)["diffs"]
-        sds[f"pilots {pilots}: SD {sd(pd):.1f} over {len(pd)} seeds"] = sd(pd)
+    for other in pilots or []:  # a merged study of the class preset itself: the pilots', later the reference class's
+        pd = averaged_diffs(other)["diffs"]
+        sds[f"{other}: SD {sd(pd):.1f} over {len(pd)} seeds"] = sd(pd)
     lines += ["", f"pods_max_variance minus grpo over {len(own['diffs'])} seeds, time-averaged accuracy unless said, in "
               "points: ± the 95% interval's half-width / the difference found 4 times in 5", *power_table(sds)]
     return "\n".join(lines)
@@ -300,7 +300,8 @@ def main(argv=None) -> int:
                     help="--probe: whose pilot's machine to compare with (default laptop; the class study: class)")
     ap.add_argument("--power-table", action="store_true", help="the class study's sizing and power table instead")
     ap.add_argument("--study", default="studies/laptop10", help="--power-table: the finished study measured")
-    ap.add_argument("--pilots", default=None, help="--power-table: the pilots' merged study (compare --merge)")
+    ap.add_argument("--pilots", action="append", metavar="DIR", help="--power-table: a merged study of --preset class "
+                    "(compare --merge: the pilots', the reference class's), a column each; repeatable")
     args = ap.parse_args(argv)
     if args.power_table:
         try:

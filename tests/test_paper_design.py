@@ -4,6 +4,7 @@ table in docs/results.md computed from its run folders."""
 import json
 import math
 
+import numpy as np
 import pytest
 
 import minipods.train as T
@@ -208,3 +209,20 @@ def test_class_study_sizing_noise_and_power_table():
     assert half == pytest.approx(2.262 * 10 / math.sqrt(10), abs=0.05) and found == pytest.approx(10.0, abs=0.6)
     assert rows[3].startswith(f"| 40 | ±{2.023 * 10 / math.sqrt(40):.1f} / ")  # t(39), not the normal's 1.96
     assert D.t975(39) == pytest.approx(2.0227, abs=5e-4) and D.t975(79) == pytest.approx(1.9905, abs=5e-4)
+
+
+def test_power_table_takes_a_column_per_merged_class_study(capsys):
+    """--pilots is repeatable: the pilots' study and the reference class's each add a column whose SD is the spread of
+    that study's per-seed time-averaged differences (from the committed pilots: one column per learning rate)."""
+    from pathlib import Path
+    D = _script("study_design")
+    root = Path(__file__).resolve().parents[1]
+    pilots = [str(root / "pilots" / "class" / lr) for lr in ("lr1e-4", "lr2e-4")]
+    assert D.main(["--power-table", "--study", str(root / "studies" / "laptop10"), "--pilots", pilots[0],
+                   "--pilots", pilots[1]]) == 0
+    head = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| students"))
+    cols = [c.strip() for c in head.split("|")[2:-1]]
+    assert len(cols) == 6  # laptop10's four, then one per --pilots in order
+    for col, study in zip(cols[4:], pilots):
+        diffs = D.averaged_diffs(study)["diffs"]
+        assert col == f"{study}: SD {float(np.std(diffs, ddof=1)):.1f} over {len(diffs)} seeds" and len(diffs) == 2
