@@ -226,3 +226,22 @@ def test_power_table_takes_a_column_per_merged_class_study(capsys):
     for col, study in zip(cols[4:], pilots):
         diffs = D.averaged_diffs(study)["diffs"]
         assert col == f"{study}: SD {float(np.std(diffs, ddof=1)):.1f} over {len(diffs)} seeds" and len(diffs) == 2
+
+
+@pytest.mark.docs
+def test_the_docs_quote_the_class_studys_own_summary():
+    """The class study's primary (fixed before its seeds ran) as docs/class_study.md quotes it is the line
+    `compare --merge` wrote in studies/class12/summary.md, and that line says it is the primary."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    summary = (root / "studies" / "class12" / "summary.md").read_text()
+    meta = json.loads((root / "studies" / "class12" / "comparison.json").read_text())
+    assert meta["primary"] == "time_averaged" and meta["seeds"] == list(range(12)) and meta["preset"] == "class"
+    prim = re.search(r"`pods_max_variance` minus `grpo`, time-averaged accuracy \(primary\): (\S+) points (\[[^\]]+\]) "
+                     r"over 12 seeds \(t 95% CI; sign-flip p ([\d.e-]+)\)", summary)
+    assert prim, "the merged summary's primary line"
+    quoted = f"{prim.group(1)} points {prim.group(2)}"
+    for doc in ("docs/class_study.md",):
+        text = (root / doc).read_text().replace("\n", " ")
+        assert quoted in text and f"p {prim.group(3)}" in text, doc
