@@ -374,6 +374,8 @@ cm = costmodel.CostModel(costmodel.fit_line(list(roll_t), [min(v) for v in roll_
 cm_each = [costmodel.CostModel(costmodel.Line(**r_["rollout_fit"]), costmodel.Line(**r_["update_fit"])) for r_ in cm_runs]
 print(f"  fit to the fastest: rollout(k) = {cm.rollout.a:.3f} + {cm.rollout.b:.4f} k s (R² {cm.rollout.r2:.3f}); "
       f"update(k) = {cm.update.a:.3f} + {cm.update.b:.4f} k s (R² {cm.update.r2:.3f})")
+if SMALL:  # the tiny model's millisecond timings on a busy CPU can tilt a line below 0 s; the mechanics need it above
+    cm = costmodel.CostModel(*(costmodel.Line(max(l_.a, 1e-3), max(l_.b, 0.0), l_.r2) for l_ in (cm.rollout, cm.update)))
 cm_len = np.mean([pt["tokens"] / pt["sequences"] for r_ in cm_runs for pt in r_["rollout_points"]])
 print(f"  mean completion length: the model's rollouts {cm_len:.0f} tokens, the arms' GRPO {g['completion_len_mean']:.0f}, "
       f"PODS {p['completion_len_mean']:.0f} (a row's update time grows with its tokens)")
