@@ -796,6 +796,7 @@ if lap:
 from minipods.analysis.summary import Z80
 
 CLASS = LAPTOP.parent / "class12"
+cls = None
 if (CLASS / "comparison.json").is_file():
     cls_meta = json.loads((CLASS / "comparison.json").read_text())
     assert cls_meta["primary"] == "time_averaged"  # written into each hand-in's comparison.json by the preset
@@ -858,7 +859,7 @@ if lap:
              f"a PODS step worth {cens}{worth:.3f} GRPO steps against a cost of {cost:.3f}; final accuracy, PODS minus GRPO, "
              f"{100 * lap['versus']['grpo']['seeds']['mean']:+.1f} points [{100 * lap['versus']['grpo']['seeds']['lo']:+.1f}, "
              f"{100 * lap['versus']['grpo']['seeds']['hi']:+.1f}].")
-if (CLASS / "comparison.json").is_file():
+if cls:
     card += (f"\n* The reference class ({len(cls['seeds'])} seeds, its primary fixed before they ran): time-averaged "
              f"accuracy, PODS minus GRPO, {100 * prim['mean']:+.1f} points [{100 * prim['lo']:+.1f}, {100 * prim['hi']:+.1f}]: {cls_reading}.")
 card += "\n* Measure both lines, and what your update pays for, on your own machine before choosing n."
