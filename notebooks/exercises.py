@@ -14,6 +14,8 @@ raises, so the notebooks run in CI untouched. Every check takes well under a sec
 
     python notebooks/exercises.py --self-test   # every check on its solution and on its stub: one line
     python notebooks/exercises.py --cells [NN]  # the notebook cells of each exercise (jupytext percent)
+    python notebooks/exercises.py --release OUT # the student edition (notebooks/release.py)
+    python notebooks/exercises.py --grade SUBMISSION... --out grades.csv [--seed S]  # notebooks/grade.py
     python notebooks/exercises.py               # the list
 
 Worked answers with a sentence on why: notebooks/solutions/sNN.py (imported only by the self-test).
@@ -1324,6 +1326,11 @@ def main(argv=None) -> int:
     if args[:1] == ["--cells"]:
         print(staged(args[1:]), end="")
         return 0
+    if args[:1] in (["--release"], ["--grade"]):  # the student edition, the grader: notebooks/release.py, grade.py
+        name = args[0][2:]
+        spec = importlib.util.spec_from_file_location(f"exercises_{name}", Path(__file__).resolve().parent / f"{name}.py")
+        spec.loader.exec_module(module := importlib.util.module_from_spec(spec))
+        return module.main(args[1:], sys.modules[__name__])
     if args[:1] == ["--time"] and args[1:] and all(a in EXERCISES for a in args[1:]):
         sols = _solutions()
         for i in args[1:]:  # a class's compute: each exercise's cells as written, then its check on the worked answer
@@ -1334,7 +1341,8 @@ def main(argv=None) -> int:
             print(f"{i}: {time.perf_counter() - t0:.1f} s ({'pass' if ok else 'FAIL'})")
         return 0
     if args:
-        print("usage: python notebooks/exercises.py [--self-test | --cells [NN ...] | --time ID ...]", file=sys.stderr)
+        print("usage: python notebooks/exercises.py [--self-test | --cells [NN ...] | --time ID ... | --release OUT | "
+              "--grade SUBMISSION... --out CSV [--seed S]]", file=sys.stderr)
         return 2
     for ex in EXERCISES.values():
         print(f"{ex.id}  {ex.kind:9s}  {ex.title}  (section: {ex.section})")
