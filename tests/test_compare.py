@@ -239,6 +239,9 @@ def seeds_study(tmp_path_factory):
         mp.setattr(evaluate, "score_completions", varied_scores)
         compare.run_comparison(out, arms=SEED_ARMS, seeds="0,1", model_factory=f, log=lambda *a: None, **TINY)
     assert f.calls == SEED_ARMS * 2
+    for ev in out.glob("seed*/*/eval/*.jsonl"):  # the answers varied_scores marks right, as the grader would
+        ev.write_text("".join(json.dumps({**q, "pred": q["gold"] if q["correct"] else q["pred"]}) + "\n"
+                              for q in map(json.loads, ev.read_text().splitlines())))
     return out
 
 
@@ -323,8 +326,8 @@ def _merge(argv, capsys):
 
 
 def test_merge_equals_compare_over_the_same_seeds(seeds_study, tmp_path, capsys):
-    rc, _ = _merge([seeds_study / "seed0", seeds_study / "seed1", tmp_path / "m"], capsys)
-    assert rc == 0
+    rc, (_, err) = _merge([seeds_study / "seed0", seeds_study / "seed1", tmp_path / "m"], capsys)
+    assert rc == 0, err
     for name in ("summary.md", "summary.csv"):
         assert (tmp_path / "m" / name).read_text() == (seeds_study / name).read_text(), name
     assert (tmp_path / "m" / "accuracy_vs_time.png").read_bytes().startswith(PNG_MAGIC)
@@ -355,10 +358,11 @@ REFUSALS = {  # what is done to a copy of seed 1 -> the one-line refusal
                      "differ in arm grpo_same_n"),
     "unfinished": (lambda d: (d / "grpo" / "DONE").unlink(), "has not finished"),
     "metrics torn inside": (lambda d: _edit(d / "grpo" / "metrics.jsonl", lambda t: '{"step": 1, bad\n' + t), "not valid JSON"),
-    "metrics cut short": (lambda d: _edit(d / "grpo" / "metrics.jsonl", lambda t: "\n".join(t.splitlines()[:2]) + "\n"), "says 3"),
+    "metrics cut short": (lambda d: _edit(d / "grpo" / "metrics.jsonl", lambda t: "\n".join(t.splitlines()[:2]) + "\n"),
+                          "DONE differs from metrics.jsonl"),
     "eval damaged": (lambda d: _edit(d / "pods_max_variance" / "eval" / "step_00003.jsonl", lambda t: "{oops\n" + t), "not valid JSON"),
     "eval short": (lambda d: _edit(d / "pods_max_variance" / "eval" / "step_00003.jsonl", lambda t: t.splitlines()[0] + "\n"),
-                   "fewer questions"),
+                   "step 3's evaluation in metrics.jsonl differs from eval/step_00003.jsonl"),
     "two machines": (lambda d: _json_edit(d / "grpo" / "DONE", cpu="Another CPU"), "different machines"),
     "done damaged": (lambda d: (d / "grpo" / "DONE").write_text("{"), "not valid JSON"),
 }

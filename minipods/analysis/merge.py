@@ -1,19 +1,28 @@
 """`python -m minipods.compare --merge DIR... --output-dir OUT`: seed folders (`compare --seed S`, a
 student's hand-in) and studies (`compare --seeds`, an earlier merge) as one study, laid out and summarised
-as `compare --seeds` does. Refused before anything is written: another design (results.fingerprint), a
-seed twice, a missing or unfinished arm, a damaged file, a seed's arms from two machines (docs/class_study.md).
+as `compare --seeds` does. Refused before anything is written: another design (results.fingerprint) or plan
+(comparison.json), a seed twice, a copy of another hand-in, a pilot seed, a missing or unfinished arm, a
+damaged or edited file (`check_arm` re-derives every number), a seed's arms from two machines (docs/class_study.md).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from minipods.analysis import plots, results
-from minipods.checkpoint import RunError, prepare_output_dir
+from minipods.checkpoint import EVAL_DIR, RunError, eval_path, prepare_output_dir
+from minipods.rewards import correctness_reward
+
+PILOT_SEEDS = {"class": (100, 101)}  # preset -> the seeds its plan reserves for pilots: never part of its study
+ARM_FILES = ("config.json", "metrics.jsonl", results.DONE, "learning_curve.png")  # what a merge copies (and eval/)
+SEED_FILES = (results.COMPARISON_FILE, "summary.md", "summary.csv", "accuracy_vs_time.png", "reward_vs_step.png",
+              "time_breakdown.png")
 
 
 def seed_folders(dirs: list) -> list[Path]:
@@ -29,32 +38,71 @@ def seed_folders(dirs: list) -> list[Path]:
     return out
 
 
+def check_arm(d: Path, cfg: dict, done: dict) -> tuple[list, str]:
+    """A finished arm, every number re-derived from its files (each question re-graded from its pred and gold):
+    (its evaluation questions, a hash of its training rows but their timings); RunError names the failed check."""
+    def need(ok, what: str):
+        if not ok:
+            raise RunError(f"{d}: {what} (an edited or damaged hand-in)")
+    rows, qs, t = results.read_rows(d), None, 0.0
+    tr = results.training_rows(rows)
+    for r in rows:
+        bad = [k for k, v in r.items() if (k.endswith("_s") or k.startswith("eval_")) and not (isinstance(
+            v, (int, float)) and math.isfinite(v) and 0 <= v <= (1 if k.endswith(("accuracy", "rate")) else math.inf))]
+        need(not bad, f"step {r.get('step')}'s {bad and bad[0]} is {bad and r[bad[0]]}, not a finite value in range")
+        if r.get("eval_accuracy") is not None:
+            need(eval_path(d, r["step"]).is_file(), f"no per-question file for the step-{r['step']} evaluation")
+            ev = results.read_eval(d, r["step"])
+            need(all(q["correct"] == correctness_reward(q["pred"], q["gold"]) for q in ev), f"eval/step_{r['step']:05d}.jsonl "
+                 "marks an answer correct that the grader does not (or the reverse)")
+            need(len(ev) == r["eval_n"] and all(math.isclose(sum(q[k] for q in ev) / max(len(ev), 1), r[f"eval_{a}"], abs_tol=1e-9)
+                 for k, a in (("correct", "accuracy"), ("strict", "strict_accuracy"))),
+                 f"step {r['step']}'s evaluation in metrics.jsonl differs from eval/step_{r['step']:05d}.jsonl")
+            need(qs in (None, got := [(q["index"], q["gold"]) for q in ev]), "its evaluations ask different questions")
+            qs = got
+    for i, r in enumerate(tr, 1):
+        t += r["step_s"]
+        need(r["step"] == i and math.isclose(t, r["elapsed_s"], abs_tol=1e-3), f"step {r['step']}'s elapsed_s is not the sum of its step_s")
+    last = tr[-1] if tr else {"step": 0, "elapsed_s": 0.0}
+    need((done.get("step"), done.get("elapsed_s")) == (last["step"], last["elapsed_s"]), f"{results.DONE} differs from metrics.jsonl's last step")
+    budget = cfg.get("budget_s") or 0
+    need(last["step"] >= cfg["max_steps"] or 0 < budget <= last["elapsed_s"], f"training stopped at step {last['step']}, "
+         f"{last['elapsed_s']:.0f} s, short of the design's {budget or cfg['max_steps']} {'s' if budget else 'steps'}")
+    return qs or [], hashlib.sha256(json.dumps([{k: v for k, v in r.items() if k != "seed" and not k.endswith("_s")}
+                                               for r in rows]).encode()).hexdigest()
+
+
 def check_seed(folder: Path) -> dict:
-    """One seed folder, read whole and checked: seed, meta (comparison.json), dirs (arm -> folder), fingerprint."""
+    """One seed folder, read whole and checked: seed, meta (comparison.json), dirs (arm -> folder), fingerprint
+    (its design), content (a hash of its arms' training rows)."""
     meta = results.read_json(folder / results.COMPARISON_FILE)
     dirs = {a: folder / a for a in meta.get("arms") or sorted(a.name for a in folder.iterdir() if (a / "config.json").is_file())}
-    configs, machines = {}, set()
+    configs, machines, arms = {}, set(), {}
     for a, d in dirs.items():
         if not (d / "config.json").is_file():
             raise ValueError(f"{folder} lacks arm {a} (no {a}/config.json): a seed needs every arm of the design")
         configs[a], done = results.read_config(d), results.read_done(d)
         if not done:
             raise ValueError(f"{d} has not finished (no {results.DONE}): run its compare command again to finish it")
-        if (last := max((r.get("step", -1) for r in results.read_rows(d)), default=None)) != done.get("step"):
-            raise RunError(f"{d}/metrics.jsonl ends at step {last} but {results.DONE} says {done.get('step')} (damaged)")
+        try:
+            arms[a] = check_arm(d, configs[a], done)
+        except (KeyError, TypeError, AttributeError) as e:
+            raise RunError(f"{d}: a damaged file (a row without {e})") from None
         machines.add((done.get("cpu"), done.get("threads"), done.get("host")))
-    try:  # every metrics row and evaluation file, as the summary will read them
-        points = results.read_study({0: dirs})[0]
-    except (KeyError, TypeError) as e:
-        raise RunError(f"{folder}: a damaged evaluation file (a row without {e})") from None
-    if bad := [a for a, pts in points.items() if any(p.correct is not None and len(p.correct) != p.n for p in pts)]:
-        raise RunError(f"{folder / bad[0]}: an evaluation file holds fewer questions than metrics.jsonl says (damaged)")
+    if len({json.dumps(q) for q, _ in arms.values()}) > 1:
+        raise RunError(f"{folder}: its arms were evaluated on different questions (an edited or damaged hand-in)")
     if len(seeds := {c.get("seed") for c in configs.values()}) != 1:
         raise ValueError(f"{folder}: its arms ran different seeds ({', '.join(sorted(map(str, seeds)))})")
     if len(machines) > 1:
         raise ValueError(f"{folder}: its arms ran on different machines ({', '.join(sorted(str(m[0]) for m in machines))}"
                          "); a seed's arms are compared in wall-clock, so run them on one")
-    return {"seed": seeds.pop(), "meta": meta, "dirs": dirs, "fingerprint": results.fingerprint(configs), "folder": folder}
+    return {"seed": seeds.pop(), "meta": meta, "dirs": dirs, "fingerprint": results.fingerprint(configs), "folder": folder,
+            "content": hashlib.sha256("".join(h for _, h in arms.values()).encode()).hexdigest()[:12]}
+
+
+def plan(meta: dict) -> dict:
+    """A seed's comparison.json but its seed: what every hand-in of one study shares (preset, primary, budget ...)."""
+    return {**meta, "overrides": {k: v for k, v in meta.get("overrides", {}).items() if k != "seed"}}
 
 
 def check(dirs: list) -> dict[int, dict]:
@@ -70,13 +118,24 @@ def check(dirs: list) -> dict[int, dict]:
         if x["fingerprint"] != first["fingerprint"]:
             raise ValueError(f"{x['folder']} has another design than {first['folder']} (fingerprint {x['fingerprint']} vs "
                              f"{first['fingerprint']}: a setting other than the seed differs)")
+        if odd := sorted(k for k in {**plan(x["meta"]), **plan(first["meta"])} if plan(x["meta"]).get(k) != plan(first["meta"]).get(k)):
+            raise ValueError(f"{x['folder']} has another plan than {first['folder']} (comparison.json's {odd[0]} differs)")
+        if copy := next((y for y in by_seed.values() if y["content"] == x["content"]), None):
+            raise ValueError(f"{x['folder']} (seed {x['seed']}) is a copy of {copy['folder']} (seed {copy['seed']}): the same "
+                             f"training rows (content {x['content']}); each hand-in must be its own run")
         by_seed[x["seed"]] = x
+    pilots = PILOT_SEEDS.get(next(iter(by_seed.values()))["meta"].get("preset"), ())
+    if 0 < len(mixed := [s for s in by_seed if s in pilots]) < len(by_seed):
+        raise ValueError(f"{by_seed[mixed[0]]['folder']}: seed {mixed[0]} is a pilot seed (the plan reserves "
+                         f"{', '.join(map(str, pilots))} for pilots), never part of a study")
     return dict(sorted(by_seed.items()))
 
 
 def merge(dirs: list, out: str | Path, log=print) -> Path:
     """check(DIR...), then OUT (new or empty) written aside and renamed: an interrupted merge leaves nothing."""
     by_seed, out = check(dirs), Path(out)
+    if inside := next((d for d in map(Path, dirs) if out.resolve().is_relative_to(d.resolve())), None):
+        raise ValueError(f"{out} is inside the input {inside}: merge into a folder outside every hand-in")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"{out} exists and is not an empty folder: merge into a new --output-dir")
     first = next(iter(by_seed.values()))
@@ -86,9 +145,8 @@ def merge(dirs: list, out: str | Path, log=print) -> Path:
     try:
         for s, x in by_seed.items():
             for a, d in x["dirs"].items():
-                shutil.copytree(d, tmp / f"seed{s}" / a, ignore=shutil.ignore_patterns("checkpoint*", ".lock"))
-            for f in (f for f in x["folder"].iterdir() if f.is_file() and f.name != ".lock"):
-                shutil.copy2(f, tmp / f"seed{s}" / f.name)  # the seed's own summary and figures
+                _copy(d, tmp / f"seed{s}" / a, ARM_FILES)
+            _copy(x["folder"], tmp / f"seed{s}", SEED_FILES)  # the seed's own summary and figures
         (tmp / results.COMPARISON_FILE).write_text(json.dumps(meta, indent=1))
         plots.make(results.seed_dirs(tmp, meta), tmp, meta)
         os.replace(tmp, out)
@@ -97,3 +155,11 @@ def merge(dirs: list, out: str | Path, log=print) -> Path:
         raise
     log(f"merged {len(by_seed)} seeds ({', '.join(map(str, by_seed))}) into {out}")
     return out
+
+
+def _copy(src: Path, dst: Path, names) -> None:
+    """src's known files (names, and an arm's eval/step_*.jsonl) into dst: any other file of a hand-in stays there."""
+    for f in [src / n for n in names] + sorted(src.glob(f"{EVAL_DIR}/step_*.jsonl")):
+        if f.is_file():
+            (dst / f.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, dst / f.relative_to(src))
