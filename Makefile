@@ -1,4 +1,4 @@
-.PHONY: setup test quick small notebooks exercises colab-check gpu-check
+.PHONY: setup test quick small notebooks exercises release colab-check gpu-check
 setup:
 	bash scripts/setup.sh
 test:
@@ -15,6 +15,10 @@ notebooks:
 # every exercise check on its solution and on its untouched stub
 exercises:
 	python notebooks/exercises.py --self-test
+# the student edition (notebooks without solutions/ or printed predict answers): `make release OUT=folder`
+OUT ?= student_edition
+release:
+	python notebooks/exercises.py --release $(OUT)
 # Colab's install (requirements-colab.txt) in a fresh virtual environment with another torch: installs, minutes
 colab-check:
 	bash scripts/check_colab_install.sh

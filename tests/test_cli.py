@@ -23,7 +23,20 @@ COMMANDS = {
     "scripts/gpu_check.py": lambda: load_script("gpu_check").main,
     "scripts/trl_pods.py": lambda: load_script("trl_pods").main,
     "scripts/logprob_memory.py": lambda: load_script("logprob_memory").main,
+    "notebooks/exercises.py": lambda: load_exercises().main,
 }
+
+
+def load_exercises():
+    """notebooks/exercises.py as a notebook imports it (tests/test_exercises.py loads it the same way)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+    if "exercises" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("exercises", Path(__file__).resolve().parent.parent / "notebooks" / "exercises.py")
+        sys.modules["exercises"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules["exercises"])
+    return sys.modules["exercises"]
 
 NARROW = "random:Qwen/Qwen2.5-0.5B-Instruct:hidden=128,intermediate=320,heads=4,kv_heads=2,layers=2,vocab=512"
 
@@ -41,6 +54,8 @@ CASES = [
     ("minipods.train", ["--loss-type", "token"], "--loss-type must be one of dapo, grpo"),
     ("minipods.train", ["--eval-every-s", "-1"], "--eval-every-s"),
     ("minipods.train", ["--lr", "x"], "argument --lr: invalid float value: 'x'"),
+    ("minipods.train", ["--device", "mps"], "--device must be auto, cpu, cuda or cuda:N (mps is not supported), got 'mps'"),
+    ("minipods.train", ["--device", "cuda:x"], "--device must be auto, cpu, cuda or cuda:N"),
     ("minipods.evaluate", ["--limit", "-1"], "--limit must be >= 0"),
     ("minipods.evaluate", ["--samples", "0"], "--samples must be >= 1"),
     ("minipods.evaluate", ["--samples", "2", "--temperature", "0"], "use --temperature > 0 with --samples > 1"),
@@ -87,6 +102,13 @@ CASES = [
      "pods_m must be an integer in [2, num_generations=4], got 5"),
     ("scripts/trl_pods.py", ["--pods_m", "two"], "argument --pods_m/--pods-m: invalid int value: 'two'"),
     ("scripts/logprob_memory.py", ["--logprob-batch", "0"], "--logprob-batch must be >= 1, got 0"),
+    ("notebooks/exercises.py", ["--release"], "--release takes one argument, the output folder"),
+    ("notebooks/exercises.py", ["--grade", "--out", "g.csv"], "no submission given"),
+    ("notebooks/exercises.py", ["--grade", "alice.ipynb", "--out", "g.csv"], "submission alice.ipynb does not exist"),
+    ("notebooks/exercises.py", ["--grade", "."], "--out CSV is required"),
+    ("notebooks/exercises.py", ["--grade", ".", "--out", "g.csv", "--seed", "x"], "--seed and --jobs take integers"),
+    ("notebooks/exercises.py", ["--grade", ".", "--out", "g.csv", "--timeout", "0"], "--timeout > 0"),
+    ("notebooks/exercises.py", ["--grade", ".", "--out", "no/g.csv"], "not a file in an existing folder"),
 ]
 
 
