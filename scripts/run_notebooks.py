@@ -5,9 +5,13 @@
    from the .py, the .ipynb keeps its cell ids and metadata, so the diff is the cells that changed);
 2. executes it top to bottom in a fresh python3 kernel, in place, in FULL mode (the sizes meant for
    reading; `--small` runs the test suite's tiny sizes instead, to try the pipeline: don't commit those),
-   with `notebooks/` as the working directory (runs a notebook writes land in the gitignored
-   `notebooks/runs/`);
-3. prints its wall time, and each section's that took a minute or more (the opening cards quote them);
+   its working directory a new empty temporary folder, deleted afterwards: every run a notebook writes
+   starts from nothing, so no page can reuse ("finished earlier, skipped") a run left on this machine
+   (the model cache, MINIPODS_CACHE, is kept: it holds downloaded weights, not results);
+3. writes the card's times (full mode only): the line after "**Time here**" in the notebook's first cell
+   (in the .py and the .ipynb alike) becomes this run's total, read from the page's last cell ("notebook
+   ran in N s"), and each section that took a minute or more (from the cells' execution timestamps), so
+   the card and the page agree by construction; never type that line by hand;
 4. strips what would churn every diff or bloat the file: per-cell execution timestamps and widget state.
 Progress bars are off (TQDM_DISABLE=1): in a kernel tqdm draws ipywidgets, which GitHub cannot render.
 
@@ -21,6 +25,7 @@ import argparse
 import os
 import re
 import sys
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -57,6 +62,58 @@ def section_seconds(nb) -> dict:
             dt = datetime.fromisoformat(t1.replace("Z", "+00:00")) - datetime.fromisoformat(t0.replace("Z", "+00:00"))
             out[section] = out.get(section, 0.0) + dt.total_seconds()
     return out
+
+
+def clock(s: float) -> str:
+    """Seconds as a card says them: "44 s", "5 min 36 s"."""
+    s = round(s)
+    return f"{s} s" if s < 60 else f"{s // 60} min {s % 60} s"
+
+
+def page_total(nb) -> int:
+    """The total the page prints in its last code cell ("notebook ran in N s"): the card quotes it."""
+    last = [c for c in nb.cells if c.cell_type == "code"][-1]
+    found = re.search(r"notebook ran in (\d+) s", "".join(o.get("text", "") for o in last.outputs))
+    if not found:
+        raise SystemExit("the notebook's last code cell must print 'notebook ran in N s' (its card quotes it)")
+    return int(found.group(1))
+
+
+def time_line(nb, when: str) -> str:
+    """The card's "Time here" line for a full-mode run of `nb` (executed, timestamps not yet stripped):
+    the page's own total and each section of a minute or more, on this machine's CPU and threads."""
+    total = page_total(nb)
+    banner = "".join(o.get("text", "") for o in nb.cells[[c.cell_type for c in nb.cells].index("code")].outputs)
+    threads = re.search(r"(\d+) CPU threads", banner)
+    parts = []
+    for head, s in section_seconds(nb).items():
+        if s >= 60:
+            num = re.match(r"(\d+)\.\s*(.+)", head)
+            parts.append((f"section {num.group(1)} ({num.group(2)[0].lower()}{num.group(2)[1:]})" if num else head)
+                         + f" {clock(s)}")
+    return (f"(written by `scripts/run_notebooks.py` from the run that made this page, {when}: {cpu()}"
+            + (f", {threads.group(1)} threads" if threads else "") + f"): full mode {clock(total)} "
+            f"(the last cell's {total} s)" + (", of it " + " and ".join(parts) if parts else "") + ".")
+
+
+def cpu() -> str:
+    """The CPU's model name with its family and model numbers (the name alone can be vague: "AMD EPYC")."""
+    try:
+        info = dict(l.split(":", 1) for l in Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines() if ":" in l)
+        info = {k.strip(): v.strip() for k, v in info.items()}
+        return f"{info['model name']}, cpu family {info['cpu family']} model {info['model']}"
+    except (OSError, KeyError):
+        import platform
+        return platform.processor() or platform.machine()
+
+
+def stamp_card(text: str, line: str) -> str:
+    """`text` (a .py source or the card cell's source) with what follows "**Time here**" on its line
+    replaced by `line`; exactly one such line must be there."""
+    new, k = re.subn(r"(\*\*Time here\*\*)[^\n]*", lambda m: f"{m.group(1)} {line}", text)
+    if k != 1:
+        raise SystemExit(f"the card must hold exactly one '**Time here**' line, found {k}")
+    return new
 
 
 def strip_volatile(nb) -> None:
@@ -113,12 +170,17 @@ def main(argv=None) -> int:
             continue
         ipynb = py.with_suffix(".ipynb")
         nb = nbformat.read(ipynb, as_version=4)
-        client = NotebookClient(nb, timeout=args.timeout, kernel_name="python3", store_widget_state=False,
-                                resources={"metadata": {"path": str(NB_DIR)}})
-        t0 = time.perf_counter()
-        client.execute()  # raises CellExecutionError (with the failing cell's traceback)
-        wall = time.perf_counter() - t0
-        long = {k: s for k, s in section_seconds(nb).items() if s >= 60}  # the opening cards quote these
+        with tempfile.TemporaryDirectory(prefix=f"nb{py.stem[:2]}_") as cwd:  # empty: no run reused
+            client = NotebookClient(nb, timeout=args.timeout, kernel_name="python3", store_widget_state=False,
+                                    resources={"metadata": {"path": cwd}})
+            t0 = time.perf_counter()
+            client.execute()  # raises CellExecutionError (with the failing cell's traceback)
+            wall = time.perf_counter() - t0
+        long = {k: s for k, s in section_seconds(nb).items() if s >= 60}
+        if not args.small:  # the card quotes this run's times (a SMALL run is not committed)
+            line = time_line(nb, datetime.now().strftime("%Y-%m-%d"))
+            nb.cells[0].source = stamp_card(nb.cells[0].source, line)
+            py.write_text(stamp_card(py.read_text(), line))
         strip_volatile(nb)
         nbformat.validate(nb)
         nbformat.write(nb, ipynb)

@@ -73,6 +73,66 @@ def test_committed_notebook_has_outputs(path):
     assert banner.startswith("full mode"), f"{path.name} outputs are not from a full-mode run: {banner[:40]!r}"
 
 
+def _outputs_text(cell) -> str:
+    return "".join(out.get("text", "") + "".join(v for k, v in out.get("data", {}).items() if k.startswith("text/"))
+                   for out in cell.get("outputs", []))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_committed_outputs_skip_no_run(path):
+    """The committed page trained in its own run: scripts/run_notebooks.py executes each notebook in an
+    empty temporary folder, so no output may say an arm "finished earlier ..., skipped" (a run reused)."""
+    import re
+
+    nb = nbformat.read(path, as_version=4)
+    for i, cell in enumerate(nb.cells):
+        hit = re.search(r"finished earlier[^\n]*skipped", _outputs_text(cell))
+        assert not hit, f"{path.name} cell {i} reused a run ({hit.group(0)!r}): re-run `python scripts/run_notebooks.py {path.stem[:2]}`"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_card_time_is_the_page_total(path):
+    """The card's time is written by scripts/run_notebooks.py from the run that made the page: the total
+    it quotes is the one the page's last cell prints."""
+    import re
+
+    nb = nbformat.read(path, as_version=4)
+    card = re.search(r"\*\*Time here\*\* \(written by `scripts/run_notebooks.py`[^\n]*the last cell's (\d+) s\)",
+                     nb.cells[0].source)
+    assert card, f"{path.name}'s card has no generated time line: re-run `python scripts/run_notebooks.py {path.stem[:2]}`"
+    last = [c for c in nb.cells if c.cell_type == "code"][-1]
+    page = re.search(r"notebook ran in (\d+) s", _outputs_text(last))
+    assert page and page.group(1) == card.group(1), \
+        f"{path.name}: card says {card.group(1)} s, the page's last cell {page.group(1) if page else None} s"
+
+
+def test_card_time_line_is_generated():
+    """run_notebooks.py's card line: the page's own total, sections of a minute or more, in both files."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_notebooks", ROOT / "scripts" / "run_notebooks.py")
+    rn = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rn)
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# card\n> * **Time here** TIME_LINE\n> * next"),
+        nbformat.v4.new_code_cell("", outputs=[nbformat.v4.new_output("stream", text="full mode | 2 CPU threads\n")]),
+        nbformat.v4.new_markdown_cell("## 3. Batched generation"),
+        nbformat.v4.new_code_cell("", outputs=[nbformat.v4.new_output("stream", text="notebook ran in 336 s (full mode)\n")])])
+    stamp = lambda a, b: {"iopub.execute_input": f"2026-01-01T00:{a}Z", "shell.execute_reply": f"2026-01-01T00:{b}Z"}
+    nb.cells[1].metadata["execution"] = stamp("00:00", "00:30")
+    nb.cells[3].metadata["execution"] = stamp("00:30", "05:36")
+    line = rn.time_line(nb, "2026-01-01")
+    assert "2 threads" in line and "full mode 5 min 36 s (the last cell's 336 s)" in line
+    assert "section 3 (batched generation) 5 min 6 s" in line and "setup" not in line  # 30 s: under a minute
+    card = rn.stamp_card(nb.cells[0].source, line)
+    assert card.splitlines()[1] == f"> * **Time here** {line}" and card.endswith("> * next")
+    with pytest.raises(SystemExit):
+        rn.stamp_card("no card line", line)
+    nb.cells[3].outputs = []
+    with pytest.raises(SystemExit):
+        rn.time_line(nb, "2026-01-01")
+
+
 def _abs_env_path(monkeypatch, name):
     """Env paths given relative to the repository (as CI does) must survive the kernel's other cwd."""
     value = os.environ.get(name)
