@@ -80,6 +80,9 @@ def graded(tmp_path_factory):
 
 
 def test_grading_a_class_takes_under_a_minute(graded):
+    ann = sum(float(r["seconds"]) for (s, _), r in graded[0].items() if s == "ann")
+    print(f"grading the planted class (3 students x 27 exercises, 2 single notebooks, 2 bad files): {graded[2]:.1f} s; "
+          f"the 27 right answers' cells and checks: {ann:.1f} s")
     assert graded[2] < 60, f"grading took {graded[2]:.0f} s"
 
 
