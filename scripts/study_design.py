@@ -236,6 +236,34 @@ def power_table(sds: dict[str, float], students=STUDENTS) -> list[str]:
     return lines
 
 
+def chi2_quantile(p: float, df: int) -> float:
+    """The chi-square distribution's p quantile (bisection on its CDF, the incomplete gamma series; no scipy)."""
+    def cdf(x: float) -> float:
+        a, term, total, n = df / 2, 1.0, 1.0, 0
+        while term > 1e-15 * total:
+            n += 1
+            term *= x / 2 / (a + n)
+            total += term
+        return math.exp(a * math.log(x / 2) - x / 2 - math.lgamma(a + 1)) * total
+    lo, hi = 1e-9, df + 40 * math.sqrt(df) + 40
+    for _ in range(100):
+        lo, hi = ((lo + hi) / 2, hi) if cdf((lo + hi) / 2) < p else (lo, (lo + hi) / 2)
+    return lo
+
+
+def sd_interval(sd: float, k: int) -> tuple[float, float]:
+    """The 95% interval of an SD measured over k normal values (chi-square with k - 1 degrees of freedom)."""
+    return sd * math.sqrt((k - 1) / chi2_quantile(0.975, k - 1)), sd * math.sqrt((k - 1) / chi2_quantile(0.025, k - 1))
+
+
+def sd_range_line(label: str, sd: float, k: int, students: int = 40) -> str:
+    """What the SD's own uncertainty does to the power statement: its 95% interval and the class size's ± at its ends."""
+    lo, hi = sd_interval(sd, k)
+    half = (lambda s: t975(students - 1) * s / math.sqrt(students))
+    return (f"{label}: SD {sd:.1f} over {k} seeds, itself uncertain: 95% interval [{lo:.1f}, {hi:.1f}] (chi-square, {k - 1} "
+            f"df); {students} students: ±{half(sd):.1f} points at SD {sd:.1f}, ±{half(lo):.1f} to ±{half(hi):.1f} over that interval")
+
+
 def class_report(study_dir: str, pilots: list[str] | None = None) -> str:
     preset, m = PRESETS["class"], measured(study_dir)
     z = class_sizing(m, preset)
@@ -257,11 +285,13 @@ def class_report(study_dir: str, pilots: list[str] | None = None) -> str:
            f"{study_dir} cut at {preset['budget_s']:.0f} s (estimate): SD {sd(cut['diffs']):.1f}": sd(cut["diffs"]),
            f"the same with {preset['eval_limit']} questions' noise (estimate): SD {math.sqrt(sd(cut['diffs']) ** 2 + add):.1f}":
                math.sqrt(sd(cut["diffs"]) ** 2 + add)}
+    ranges = []
     for other in pilots or []:  # a merged study of the class preset itself: the pilots', later the reference class's
         pd = averaged_diffs(other)["diffs"]
         sds[f"{other}: SD {sd(pd):.1f} over {len(pd)} seeds"] = sd(pd)
+        ranges.append(sd_range_line(other, sd(pd), len(pd)))
     lines += ["", f"pods_max_variance minus grpo over {len(own['diffs'])} seeds, time-averaged accuracy unless said, in "
-              "points: ± the 95% interval's half-width / the difference found 4 times in 5", *power_table(sds)]
+              "points: ± the 95% interval's half-width / the difference found 4 times in 5", *power_table(sds), "", *ranges]
     return "\n".join(lines)
 
 

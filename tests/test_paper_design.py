@@ -211,6 +211,16 @@ def test_class_study_sizing_noise_and_power_table():
     assert D.t975(39) == pytest.approx(2.0227, abs=5e-4) and D.t975(79) == pytest.approx(1.9905, abs=5e-4)
 
 
+def test_the_power_statement_carries_the_sds_own_uncertainty():
+    D = _script("study_design")
+    for p, df, want in ((0.975, 11, 21.920), (0.025, 11, 3.816), (0.975, 1, 5.024), (0.025, 39, 23.654)):  # the tables
+        assert D.chi2_quantile(p, df) == pytest.approx(want, abs=1e-3)
+    lo, hi = D.sd_interval(9.6, 12)  # the reference class's SD over its 12 seeds
+    assert (round(lo, 1), round(hi, 1)) == (6.8, 16.3)
+    assert D.sd_range_line("x", 9.6, 12) == "x: SD 9.6 over 12 seeds, itself uncertain: 95% interval [6.8, 16.3] " \
+        "(chi-square, 11 df); 40 students: ±3.1 points at SD 9.6, ±2.2 to ±5.2 over that interval"
+
+
 def test_power_table_takes_a_column_per_merged_class_study(capsys):
     """--pilots is repeatable: the pilots' study and the reference class's each add a column whose SD is the spread of
     that study's per-seed time-averaged differences (from the committed pilots: one column per learning rate)."""

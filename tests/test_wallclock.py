@@ -68,9 +68,13 @@ def test_a_declared_target_replaces_the_plateau():
     assert p["speedup"]["lo"] is None
 
 
-def test_equal_time_reads_the_arm_at_the_baselines_training_time():
-    d = difference(STUDY, "grpo", "pods", EQUAL_TIME)  # pods at grpo's 40 s: its 20 s (0.45) and 40 s (0.5)
-    assert [v["diff"] for v in d["per_seed"].values()] == pytest.approx([0.45 - 0.5, 0.5 - 0.3])
+def test_equal_time_reads_both_arms_at_the_same_training_time():
+    d = difference(STUDY, "grpo", "pods", EQUAL_TIME)  # seed 0: pods ends at 20 s, grpo read there (0.3)
+    assert [v["diff"] for v in d["per_seed"].values()] == pytest.approx([0.45 - 0.3, 0.5 - 0.3])
+    # the evaluation grid: pods's last evaluation 1 s after grpo's is read at grpo's 60 s, not at its 30 s one
+    late = {0: {"grpo": _arm((0, 0, 0.1), (31, 3, 0.2), (60, 6, 0.3)), "pods": _arm((0, 0, 0.1), (30, 2, 0.4), (61, 4, 0.5))}}
+    (s,) = difference(late, "grpo", "pods", EQUAL_TIME)["per_seed"].values()
+    assert s["diff"] == pytest.approx(0.4 + 0.1 * 30 / 31 - 0.3) and s["paired"] is None
 
 
 def test_summary_lines_show_time_steps_and_the_censored_bound():
@@ -80,3 +84,8 @@ def test_summary_lines_show_time_steps_and_the_censored_bound():
     assert "2/2; 15 s, 1.5 steps | 1.73x [" in text
     hours = "\n".join(summary_lines(summarize_study(STUDY, "grpo", "pods"), unit="h"))  # e.g. published runs
     assert "| 0 | 45.5 (±5.0) | 30.00 h (3) | 10.00 h (1) | never (40.00 h, 4) |" in hours
+    flat = {**STUDY, 2: {a: _arm((0, 0, 0.3), (20, 2, 0.3)) for a in ("grpo", "pods", "rand")}}  # no target
+    text = "\n".join(summary_lines(summarize_study(flat, "grpo", "pods")))
+    assert "(2 of 3 seeds, 0 censored)" in text and "Speed-up of `pods`: left out: seed 2, no target" in text
+    assert "Speed-up of `rand`: left out: seed 2, no target: `grpo`'s step-0 evaluation already meets its plateau (no " \
+           "measurable learning); censored (at its run's end): seed 0." in text

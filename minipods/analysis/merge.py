@@ -101,8 +101,8 @@ def check_seed(folder: Path) -> dict:
 
 
 def plan(meta: dict) -> dict:
-    """A seed's comparison.json but its seed: what every hand-in of one study shares (preset, primary, budget ...)."""
-    return {**meta, "overrides": {k: v for k, v in meta.get("overrides", {}).items() if k != "seed"}}
+    """A seed's comparison.json but its seed and paths: what every hand-in of one study shares (preset, primary ...)."""
+    return {**meta, "overrides": {k: v for k, v in meta.get("overrides", {}).items() if k not in results.NOT_DESIGN}}
 
 
 def check(dirs: list) -> dict[int, dict]:

@@ -46,9 +46,11 @@ def LEARNING(a: list[Point], b: list[Point]):  # noqa: N802
 
 
 def EQUAL_TIME(a: list[Point], b: list[Point]):  # noqa: N802
-    """a's final evaluation against b's last one within a's training seconds."""
-    within = [p for p in b if p.seconds <= a[-1].seconds * (1 + 1e-9) + 1e-9]
-    return a[-1], (within[-1] if within else None)
+    """Both arms at the same training time T, the earlier of their final evaluations': the arm that ended first at
+    its final evaluation, the other interpolated linearly between its evaluations around T (no per-question rows)."""
+    t = min(a[-1].seconds, b[-1].seconds)
+    return tuple(p[-1] if p[-1].seconds == t else Point(t, p[-1].step, float(np.interp(
+        t, [x.seconds for x in p], [x.accuracy for x in p])), p[-1].n) for p in (a, b))
 
 
 def difference(study: dict, a: str, b: str, pick=FINAL) -> dict:
@@ -118,8 +120,8 @@ def _seed_times(arms: dict, baseline: str, k: int, target: float | None):
 
 def time_to_target(study: dict, baseline: str = BASELINE, k: int = PLATEAU_K, target: float | None = None) -> dict:
     """targets (seed -> (target, tolerance); None: no target) and per arm: per_seed (seed -> seconds,
-    step (None: never), end_s, end_step), reached, of, censored, restricted_s/_step (never = the run's
-    end) and speedup (ratio_interval of baseline over arm seconds; an arm at the target at 0 s is left out)."""
+    step (None: never), end_s, end_step), reached, of, censored (censored_seeds), restricted_s/_step (never = the
+    run's end), speedup (ratio_interval of baseline over arm seconds) and left_out (seed -> why it has no ratio)."""
     targets, per = {}, {}
     for s, arms in study.items():
         if baseline not in arms and target is None:
@@ -132,14 +134,18 @@ def time_to_target(study: dict, baseline: str = BASELINE, k: int = PLATEAU_K, ta
     for a, by_seed in per.items():
         end_s = [v["end_s"] if v["seconds"] is None else v["seconds"] for v in by_seed.values()]
         end_step = [v["end_step"] if v["step"] is None else v["step"] for v in by_seed.values()]
-        ratios, censored = [], 0
+        ratios, censored = [], []
+        left = {s: f"no target: `{baseline}`'s step-0 evaluation already meets its plateau (no measurable learning)"
+                for s, tt in targets.items() if tt is None}
         for (s, v), t_arm in zip(by_seed.items(), end_s):  # t_arm: censored seeds at the run's end
             base = per.get(baseline, {}).get(s, {}).get("seconds")
             if base is not None and t_arm:
                 ratios.append(base / t_arm)
-                censored += v["seconds"] is None
-        out[a] = {"per_seed": by_seed, "reached": sum(v["seconds"] is not None for v in by_seed.values()),
-                  "of": len(by_seed), "censored": censored, "restricted_s": mean_interval(end_s, (0, math.inf)),
+                censored += [s] if v["seconds"] is None else []
+            else:
+                left[s] = f"no `{baseline}` time" if base is None else "at the target at 0 s"
+        out[a] = {"per_seed": by_seed, "reached": sum(v["seconds"] is not None for v in by_seed.values()), "of": len(by_seed),
+                  "censored": len(censored), "censored_seeds": censored, "left_out": left, "restricted_s": mean_interval(end_s, (0, math.inf)),
                   "restricted_step": mean_interval(end_step, (0, math.inf)), "speedup": ratio_interval(ratios)}
     return {"baseline": baseline, "plateau_k": None if target is not None else k, "targets": targets, "arms": out}
 
@@ -238,7 +244,7 @@ def _time_cell(t: dict, baseline: str, arm: str, unit: str) -> tuple[str, str]:
     sp = r["speedup"]
     if arm == baseline or sp["ratio"] is None:
         return time, "-"
-    return time, f"{speedup_text(sp, r['censored'])} ({sp['k']}/{r['of']} seeds, {r['censored']} censored)"
+    return time, f"{speedup_text(sp, r['censored'])} ({sp['k']} of {sp['k'] + len(r['left_out'])} seeds, {r['censored']} censored)"
 
 
 def speedup_text(sp: dict, censored: int = 0) -> str:
@@ -263,7 +269,9 @@ def _time_lines(s: dict, unit: str) -> list[str]:
         lines.append(f"| {seed} | {100 * tt[0]:.1f} (±{100 * tt[1]:.1f}) | " + " | ".join(
             "-" if c is None else (f"{_t(c['seconds'], unit)} ({c['step']})" if c["seconds"] is not None
                                    else f"never ({_t(c['end_s'], unit)}, {c['end_step']})") for c in cells) + " |")
-    return lines + [""]
+    return lines + [""] + [f"Speed-up of `{a}`: " + "; ".join([f"left out: seed {s}, {why}" for s, why in r["left_out"].items()] + (
+        [f"censored (at its run's end): seed{'s' * (r['censored'] > 1)} {', '.join(map(str, r['censored_seeds']))}"] if r["censored"] else [])
+        ) + "." for a, r in t["arms"].items() if a != base and (r["left_out"] or r["censored"])] + [""]
 
 
 def _pricing_lines(s: dict, unit: str) -> list[str]:
@@ -332,7 +340,8 @@ def summary_lines(s: dict, configs: dict[str, dict] | None = None, unit: str = "
            for a, d in s["averaged_versus"].items()]
     lines += avg + fin if s["note"][0] == "primary" else fin + avg  # a primary comes first
     for a, d in s["equal_time"].items():
-        lines.append(f"- `{a}` at `{base}`'s training time minus `{base}`'s final: {format_difference(d)}")
+        lines.append(f"- `{a}` minus `{base}` at the same training time (the earlier final evaluation's; the other arm "
+                     f"interpolated between its evaluations): {format_difference(d)}")
     head = (f"| arm | n | m | final acc | learning (first → final) | {focus or '-'} minus arm | "
             + (f"reached target; time (restricted mean) | speed-up vs {base} | " if s["time"] else "")
             + "s/step (rollout + update) | zero-std groups | peak mem MB |")
