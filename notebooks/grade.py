@@ -161,9 +161,12 @@ class Server:
 
     def fork(self, req: dict) -> int:
         with self.lock:
-            self.proc.stdin.write(json.dumps(req) + "\n")
-            self.proc.stdin.flush()
-            return int(self.proc.stdout.readline())
+            try:
+                self.proc.stdin.write(json.dumps(req) + "\n")
+                self.proc.stdin.flush()
+                return int(self.proc.stdout.readline())
+            except (OSError, ValueError):
+                raise RuntimeError(f"the grading server stopped (exit code {self.proc.poll()})") from None
 
     def close(self) -> None:
         self.proc.stdin.close()
@@ -334,5 +337,7 @@ def main(args: list[str], exercises) -> int:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--serve"]:
-        serve()
+    if sys.argv[1:] != ["--serve"]:
+        print(f"notebooks/grade.py: error: run it as python notebooks/exercises.py {USAGE}", file=sys.stderr)
+        sys.exit(2)
+    serve()
