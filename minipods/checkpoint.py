@@ -49,26 +49,22 @@ def prepare_output_dir(out: Path) -> Path:
 
 @contextlib.contextmanager
 def RunLock(out: Path):  # noqa: N802 - a context manager named as the class it was
-    """`with RunLock(out):` an flock on OUTPUT_DIR/.lock (the kernel releases it if the process dies)."""
-    import fcntl
+    """`with RunLock(out):` one process per run folder: filelock's lock on OUTPUT_DIR/.lock, released if it dies."""
+    from filelock import FileLock, Timeout
 
-    path = Path(out) / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    path, holder = Path(out) / LOCK_FILE, "unknown"
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as e:
-        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-        os.close(fd)
-        if e.errno in (errno.EAGAIN, errno.EACCES):
-            raise RunError(f"{path.parent} is in use by another minipods process (pid {holder}); "
-                           "wait for it or stop it, then run again") from None
-        raise
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, str(os.getpid()).encode(), 0)  # who holds it, for the message above
-    try:
+        held = FileLock(path, timeout=0).acquire()
+    except Timeout:
+        with contextlib.suppress(OSError, IndexError):  # Windows: the holder's lock keeps the file unreadable
+            holder = path.read_text().split()[0]  # our pid, or filelock's marker (its pid first)
+        raise RunError(f"{path.parent} is in use by another minipods process (pid {holder}); "
+                       "wait for it or stop it, then run again") from None
+    with held:  # released on exit
+        if getattr(held.lock, "pid", None) is None:  # flock, LockFileEx: no marker of filelock's own
+            with contextlib.suppress(OSError):  # Windows: the lock keeps the file unwritable; the pid goes unnamed
+                path.write_text(str(os.getpid()))  # who holds it, for the message above
         yield
-    finally:
-        os.close(fd)  # closing releases the flock (so does the process dying)
 
 
 @contextlib.contextmanager
@@ -87,11 +83,12 @@ def sigterm_as_interrupt():
 
 # ---------------------------------------------------------------- durable files
 def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    if hasattr(os, "O_DIRECTORY"):  # not on Windows, which cannot open a folder (NTFS journals the rename itself)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _write_file(path: Path, data: bytes, mode: str = "wb") -> None:
@@ -223,9 +220,8 @@ def save_checkpoint(out: Path, model, optimizer, state: dict, scaler=None) -> Pa
     """OUTPUT_DIR/checkpoint (adapter, trainer.pt, state.json), built in checkpoint.tmp and swapped in
     by renames (the previous one survives as checkpoint.old until the new one is in place). scaler: fp16's
     dynamic loss scale (a GradScaler), resumed where it stood."""
-    for p in model.parameters():
-        if p.requires_grad and not torch.isfinite(p).all():
-            raise RuntimeError("refusing to checkpoint non-finite adapter weights")
+    if any(p.requires_grad and not torch.isfinite(p).all() for p in model.parameters()):
+        raise RuntimeError("refusing to checkpoint non-finite adapter weights")
     out = Path(out)
     final, tmp, old = out / CHECKPOINT, out / TMP, out / OLD
     shutil.rmtree(tmp, ignore_errors=True)

@@ -3,6 +3,8 @@ CUDA's allocator on a GPU, the peak resident set (Linux's VmHWM, resettable) on 
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
 
 import torch
@@ -23,14 +25,15 @@ def _vm_hwm_mb() -> float | None:
     return int(line.split()[1]) / 1024  # kB
 
 
-def peak_mb(device: str = "cpu") -> float:
-    """MiB since the last reset_peak(device): CUDA's max allocated bytes, else the peak resident set."""
+def peak_mb(device: str = "cpu") -> float | None:
+    """MiB since the last reset_peak(device): CUDA's max allocated bytes, else the peak resident set (None: unknown)."""
     if on_cuda(device):
         return torch.cuda.max_memory_allocated(cuda_device(device)) / 2**20
     hwm = _vm_hwm_mb()
-    if hwm is None:  # not Linux: getrusage's peak, which never resets
-        import resource
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB
+    if hwm is None:  # not Linux: getrusage's peak, which never resets (bytes on macOS, KiB elsewhere)
+        with contextlib.suppress(ImportError):  # no resource module (Windows): None, null in metrics.jsonl
+            import resource
+            hwm = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (2**20 if sys.platform == "darwin" else 1024)
     return hwm
 
 

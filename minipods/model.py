@@ -116,8 +116,7 @@ def build_folder(dest: Path, fill) -> Path:
         fill(tmp)
         os.replace(tmp, dest) if not dest.exists() else shutil.rmtree(tmp)
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)  # gone already when renamed
     return dest
 
 
@@ -154,8 +153,11 @@ def check_fp16_forward(model, tokenizer, prompt: str) -> None:
                              "with --dtype float32 (or --dtype bfloat16 on a GPU of compute capability 8.0 or above)")
 
 
-def default_device() -> str:
-    return "cuda" if torch.cuda.is_available() else "cpu"
+def default_device(device: str | None = "auto") -> str:
+    """--device: auto (cuda if torch sees a GPU, else cpu), cpu, cuda, cuda:N; else (mps: no float64) ValueError."""
+    if device not in (None, "auto", "cpu", "cuda") and not (device.startswith("cuda:") and device[5:].isdigit()):
+        raise ValueError(f"--device must be auto, cpu, cuda or cuda:N (mps is not supported), got {device!r}")
+    return ("cuda" if torch.cuda.is_available() else "cpu") if device in (None, "auto") else device
 
 
 def load_tokenizer(path: str):
@@ -173,8 +175,7 @@ def lora_config(r: int = 64, alpha: int = 64, dropout: float = 0.0):
     from peft import LoraConfig
 
     # "all-linear": every linear projection of the blocks (not the LM head), as in the paper.
-    return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules="all-linear",
-                      task_type="CAUSAL_LM")
+    return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules="all-linear", task_type="CAUSAL_LM")
 
 
 def add_lora(model, r: int = 64, alpha: int = 64, dropout: float = 0.0, adapter: str | None = None,
@@ -206,7 +207,7 @@ def load_policy(name_or_path: str = DEFAULT_MODEL, quantize: str | None = None, 
     logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", message="`(is_gradient_checkpointing|gradient_checkpointing_(enable|disable))` "
                             "is deprecated", category=FutureWarning)
-    device = default_device() if device in (None, "auto") else device
+    device = default_device(device)
     path = resolve_model(name_or_path, device)
     torch_dtype = pick_dtype(dtype, device)
     kw: dict = dict(dtype=torch_dtype)

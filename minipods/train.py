@@ -39,8 +39,8 @@ from minipods.fast.rollouts import generate_rollouts as fast_generate_rollouts
 from minipods.fast.update import fast_grpo_update, update_pricing
 from minipods.grpo import LOSS_TYPES, group_advantages, grpo_update, loss_scaler
 from minipods.memory import peak_mb
-from minipods.model import (DEFAULT_MODEL, ModelNotFoundError, check_fp16_forward, check_quantize, load_policy,
-                            resolve_model, use_tf32)
+from minipods.model import (DEFAULT_MODEL, ModelNotFoundError, check_fp16_forward, check_quantize, default_device,
+                            load_policy, resolve_model, use_tf32)
 from minipods.presets import PRESETS
 from minipods.rewards import is_full_format, score_completions
 from minipods.stats import paired_difference
@@ -122,7 +122,7 @@ class TrainConfig:
         if self.method == "grpo" and self.m != self.n:
             raise ValueError(f"--method grpo updates on all rollouts: --m ({self.m}) must equal --n ({self.n})")
         check_level(self.synthetic_level)
-        check_quantize(self.quantize)
+        check_quantize(self.quantize), default_device(self.device)
         if self.lr <= 0 or not math.isfinite(self.lr):
             raise ValueError(f"--lr must be a positive number, got {self.lr}")
         if self.temperature <= 0:
@@ -373,11 +373,12 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
                 bar.update(1)
                 bar.set_postfix({"reward": f"{row['reward_mean']:.3f}", "acc": f"{row['correct_frac']:.2f}",
                                  **({"eval": f"{row['eval_accuracy']:.3f}"} if "eval_accuracy" in row else {})})
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ValueError) as e:  # ValueError: e.g. a rollout's non-finite logits (fast.sampler)
         if step > last_saved:
             ckpt_io.save_checkpoint(out, model, engine.optimizer, dict(st), engine.scaler)
-        print(f"\nminipods.train: interrupted after step {step}; checkpoint saved. Continue with --resume.",
-              file=sys.stderr)
+        if isinstance(e, KeyboardInterrupt):
+            print(f"\nminipods.train: interrupted after step {step}; checkpoint saved. Continue with --resume.",
+                  file=sys.stderr)
         raise
     finally:
         bar.close()

@@ -32,8 +32,7 @@ def prefill_distinct(model, ids: torch.Tensor, am: torch.Tensor):
     return None if layers is None else [(layer.keys, layer.values) for layer in layers]
 
 
-def _decode(gen, prompt_ids, prompt_mask, group, kv, starts, batch_size, sampler, max_new_tokens, pad, eos,
-            roomy=True):
+def _decode(gen, prompt_ids, prompt_mask, group, kv, starts, batch_size, sampler, max_new_tokens, pad, eos, roomy=True):
     """`generate` over the rows in chunks, each row starting from its prompt's cache when there is one."""
     from transformers import DynamicCache
 

@@ -44,6 +44,9 @@ class InverseCDFSampler:
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         scores = scores.float() / self.temperature  # (B, V), a new tensor: ours to overwrite
+        if not torch.isfinite(scores.amax(-1)).all():  # NaN/inf: float16 overflowed; stop before sampling garbage
+            raise ValueError("non-finite logits (float16 overflowed on this model): a training run saved its whole steps;"
+                             " continue with --resume --dtype float32 (or --dtype bfloat16 on a GPU of capability 8.0+)")
         if self.top_p is not None:
             scores = self.top_p(input_ids, scores)
         weights = scores.sub_(scores.amax(-1, keepdim=True)).exp_()  # unnormalised softmax, in place
