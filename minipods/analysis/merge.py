@@ -20,9 +20,7 @@ from minipods.checkpoint import EVAL_DIR, RunError, eval_path, prepare_output_di
 from minipods.rewards import correctness_reward
 
 PILOT_SEEDS = {"class": (100, 101)}  # preset -> the seeds its plan reserves for pilots: never part of its study
-ARM_FILES = ("config.json", "metrics.jsonl", results.DONE, "learning_curve.png")  # what a merge copies (and eval/)
-SEED_FILES = (results.COMPARISON_FILE, "summary.md", "summary.csv", "accuracy_vs_time.png", "reward_vs_step.png",
-              "time_breakdown.png")
+KNOWN = ("config.json", "metrics.jsonl", results.DONE, results.COMPARISON_FILE, "summary.*", "*.png", f"{EVAL_DIR}/step_*.jsonl")
 
 
 def seed_folders(dirs: list) -> list[Path]:
@@ -144,9 +142,10 @@ def merge(dirs: list, out: str | Path, log=print) -> Path:
     tmp = Path(tempfile.mkdtemp(dir=prepare_output_dir(out.absolute().parent), prefix=f".{out.name}."))
     try:
         for s, x in by_seed.items():
-            for a, d in x["dirs"].items():
-                _copy(d, tmp / f"seed{s}" / a, ARM_FILES)
-            _copy(x["folder"], tmp / f"seed{s}", SEED_FILES)  # the seed's own summary and figures
+            for src, dst in [(d, tmp / f"seed{s}" / a) for a, d in x["dirs"].items()] + [(x["folder"], tmp / f"seed{s}")]:
+                for f in sorted(f for pattern in KNOWN for f in src.glob(pattern) if f.is_file()):  # a hand-in's other files stay
+                    (dst / f.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(f, dst / f.relative_to(src))
         (tmp / results.COMPARISON_FILE).write_text(json.dumps(meta, indent=1))
         plots.make(results.seed_dirs(tmp, meta), tmp, meta)
         os.replace(tmp, out)
@@ -156,10 +155,3 @@ def merge(dirs: list, out: str | Path, log=print) -> Path:
     log(f"merged {len(by_seed)} seeds ({', '.join(map(str, by_seed))}) into {out}")
     return out
 
-
-def _copy(src: Path, dst: Path, names) -> None:
-    """src's known files (names, and an arm's eval/step_*.jsonl) into dst: any other file of a hand-in stays there."""
-    for f in [src / n for n in names] + sorted(src.glob(f"{EVAL_DIR}/step_*.jsonl")):
-        if f.is_file():
-            (dst / f.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(f, dst / f.relative_to(src))
