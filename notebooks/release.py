@@ -69,11 +69,13 @@ def student_notebook(nb: dict, exercises) -> dict:
         shown = "\n".join(p for p in (_printed(cells[i]) for i in blocks[ex_id]) if p)
         for i in blocks[ex_id]:
             cells[i]["outputs"], cells[i]["execution_count"] = [], None
+        alone = len(blocks[ex_id]) == 1  # stub and run in one cell: the note goes before it
         note = (f"*Student edition:* the outputs of exercise {ex_id}'s cells are cleared so that they do not give the "
-                "answer away. Write your prediction in the cell above, then run the next cell: it prints"
+                "answer away. Write your prediction in " + ("the next cell, then run it" if alone else
+                                                            "the cell above, then run the next cell") + ": it prints"
                 + (f" (digits shown as #)\n\n```\n{shown}\n```\n\nand" if shown else "") + " the check's line "
                 "(✓ right, ✗ not yet with a hint, · not answered yet).")
-        cells.insert(blocks[ex_id][0] + 1, {"cell_type": "markdown", "id": f"edition-{ex_id.replace('.', '-')}",
+        cells.insert(blocks[ex_id][0] + (0 if alone else 1), {"cell_type": "markdown", "id": f"edition-{ex_id.replace('.', '-')}",
                                             "metadata": {NOTE: True}, "source": note})
     return nb
 

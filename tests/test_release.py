@@ -88,6 +88,8 @@ def test_edition_code_cells_are_the_sources(edition):
     """The code students run is the committed notebooks' (which tests/test_notebooks.py holds equal to their .py
     sources and runs in small mode); the markdown is theirs plus one note per predict exercise."""
     for path in sorted(edition.glob("*.ipynb")):
+        ids = [c["id"] for c in json.loads(path.read_text(encoding="utf-8"))["cells"]]  # nbformat 4.5: unique cell ids
+        assert len(set(ids)) == len(ids) and all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", i) for i in ids), path.name
         src = json.loads((NB / path.name).read_text(encoding="utf-8"))["cells"]
         nb = json.loads(path.read_text(encoding="utf-8"))["cells"]
         assert [R.text(c) for c in nb if c["cell_type"] == "code"] == [R.text(c) for c in src if c["cell_type"] == "code"]
@@ -111,7 +113,7 @@ def test_no_predict_answer_is_printed_in_the_edition(edition, ex):
              if shows(f, "\n".join(ln for ln in outputs(c).splitlines() if not any(a in ln for a in allowed)))]
     assert not shown, f"{ex.id}: the edition of {name} prints its answer: cell {shown[0][0]} holds {shown[0][1]!r}"
     note = next(R.text(c) for c in nb["cells"] if c["metadata"].get(R.NOTE) and ex.id in R.text(c))
-    assert "run the next cell" in note and not any(shows(f, note) for f in forms)
+    assert "then run" in note and not any(shows(f, note) for f in forms)
 
 
 def test_the_committed_notebooks_print_the_answers():
