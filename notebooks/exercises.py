@@ -891,7 +891,7 @@ def _seed_study(rng, k: int, equal_diffs: bool = False) -> dict:
     return out
 
 
-@exercise("05.1", "implement", "a seed-level interval", "8. What the repository measured: the ten-seed study on the paper's design", "seed_interval", """
+@exercise("05.1", "implement", "a seed-level interval", "2. The mean over seeds and its Student-t interval", "seed_interval", """
     **Exercise 05.1 (implement).** A study gives, per seed (one training run per arm), each arm's 0/1 answers to
     that seed's held-out questions. The run is the unit: write `seed_interval(per_seed)`, the mean over seeds of
     PODS's accuracy minus GRPO's with its 95% Student-t interval over seeds (`t975(df)` gives the quantile).
