@@ -1,7 +1,8 @@
 """The grader (notebooks/grade.py, `python notebooks/exercises.py --grade ...`) on planted submissions built from
 the student edition: all right, all stubs, a plausible mistake in every implement-exercise, a hanging answer, a
-raising cell and a raising function, a malformed file and a foreign notebook. One grading run (one command, as a
-teacher types it), its CSV rows checked value by value, in under a minute."""
+raising cell and a raising function, an answer copied from the public seed's inputs, a malformed file and a foreign
+notebook. One grading run (one command, as a teacher types it), its CSV rows checked value by value, in under a
+minute."""
 
 import csv
 import inspect
@@ -41,6 +42,19 @@ def wrong(ex) -> str:
     return HEADER + inspect.getsource(fn) + f"{ex.name} = {fn.__name__}"
 
 
+def copied_01_1() -> str:
+    """01.1 answered by a table of the public inputs (seed 0) and their outputs, as copied from a classmate's run."""
+    seen, seed = {}, E.GRADING_SEED
+    sol = E.solution_module("01").SOLUTIONS["01.1"]
+    E.GRADING_SEED = 0
+    try:
+        E._verdict("01.1", lambda mask: seen.setdefault(repr(mask.tolist()), sol(mask).tolist()) and sol(mask))
+    finally:
+        E.GRADING_SEED = seed
+    return (f"import torch\nTABLE = {seen!r}\ndef positions(mask):\n"
+            "    return torch.tensor(TABLE.get(repr(mask.tolist()), torch.zeros_like(mask).tolist()))")
+
+
 HANG = "def _hang(r, m):\n    while True:\n        pass\nmax_variance_subset = _hang"
 BOOM = "raise ValueError('my cell is broken')"
 FN_RAISES = "def fmt_reward(text):\n    return {}['x']"
@@ -65,6 +79,7 @@ def graded(tmp_path_factory):
     ok03 = {ex.id: right(ex) for ex in exs if ex.notebook == "03"}
     (cls / "dan.ipynb").write_text(json.dumps(plant(json.loads(nbs["03"].read_text()), {**ok03, "03.2": HANG})))
     (cls / "eve.ipynb").write_text(json.dumps(plant(json.loads(nbs["02"].read_text()), {"02.1": BOOM, "02.2": FN_RAISES})))
+    (cls / "hal.ipynb").write_text(json.dumps(plant(json.loads(nbs["01"].read_text()), {"01.1": copied_01_1()})))
     (cls / "fay.ipynb").write_text('{"cells": [')  # cut short
     (cls / "gus.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "source": "print(1)", "metadata": {},
                                                           "outputs": []}], "metadata": {}, "nbformat": 4}))
@@ -81,7 +96,7 @@ def graded(tmp_path_factory):
 
 def test_grading_a_class_takes_under_a_minute(graded):
     ann = sum(float(r["seconds"]) for (s, _), r in graded[0].items() if s == "ann")
-    print(f"grading the planted class (3 students x 27 exercises, 2 single notebooks, 2 bad files): {graded[2]:.1f} s; "
+    print(f"grading the planted class (3 students x 27 exercises, 3 single notebooks, 2 bad files): {graded[2]:.1f} s; "
           f"the 27 right answers' cells and checks: {ann:.1f} s")
     assert graded[2] < 60, f"grading took {graded[2]:.0f} s"
 
@@ -112,6 +127,15 @@ def test_a_hang_times_out_and_the_next_check_still_runs(graded):
     assert not any(s == "dan" and i[:2] != "03" for s, i in rows)  # one notebook handed in: its exercises only
 
 
+def test_answers_copied_from_the_public_seed_fail_under_the_teachers(graded, monkeypatch):
+    ns = {}
+    exec(copied_01_1(), ns)  # noqa: S102 (the planted answer passes where it was copied from, seed 0...)
+    monkeypatch.setattr(E, "GRADING_SEED", 0)
+    assert E._verdict("01.1", ns["positions"])[0] is True
+    r = graded[0]["hal", "01.1"]  # ...and fails under the grader's --seed 7
+    assert r["result"] == "fail" and "your real tokens get" in r["detail"], r
+
+
 def test_raising_cells_are_errors_and_raising_functions_fail(graded):
     rows = graded[0]
     assert rows["eve", "02.1"]["result"] == "error" and "ValueError: my cell is broken" in rows["eve", "02.1"]["detail"]
@@ -133,5 +157,5 @@ def test_the_summary_tells_what_to_reteach(graded):
     lines = {ln.split()[0]: ln for ln in stdout.splitlines() if ln[:2].isdigit()}
     assert len(lines) == len(E.EXERCISES) and len(stdout.splitlines()) <= 40
     assert lines["03.2"].split()[2:6] == ["1/4", "2", "1", "0"]  # ann; cat and dan fail; ben not answered
-    assert "1x" in lines["03.2"] and lines["01.1"].split()[2] == "1/3"
+    assert "1x" in lines["03.2"] and lines["01.1"].split()[2] == "1/4"  # ann passes; ben, cat and hal do not
     assert "pads too" in lines["01.1"]
