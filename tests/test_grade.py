@@ -78,7 +78,10 @@ def graded(tmp_path_factory):
             (cls / student / path.name).write_text(json.dumps(plant(json.loads(path.read_text()), answers)))
     ok03 = {ex.id: right(ex) for ex in exs if ex.notebook == "03"}
     (cls / "dan.ipynb").write_text(json.dumps(plant(json.loads(nbs["03"].read_text()), {**ok03, "03.2": HANG})))
-    (cls / "eve.ipynb").write_text(json.dumps(plant(json.loads(nbs["02"].read_text()), {"02.1": BOOM, "02.2": FN_RAISES})))
+    eve = plant(json.loads(nbs["02"].read_text()), {"02.1": BOOM, "02.2": FN_RAISES})
+    for cell in eve["cells"]:  # and deleted the line check("02.5", ...)
+        cell["source"] = "\n".join(ln for ln in R.text(cell).splitlines() if not ln.startswith('check("02.5"'))
+    (cls / "eve.ipynb").write_text(json.dumps(eve))
     (cls / "hal.ipynb").write_text(json.dumps(plant(json.loads(nbs["01"].read_text()), {"01.1": copied_01_1()})))
     (cls / "fay.ipynb").write_text('{"cells": [')  # cut short
     (cls / "gus.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "source": "print(1)", "metadata": {},
@@ -141,6 +144,7 @@ def test_raising_cells_are_errors_and_raising_functions_fail(graded):
     assert rows["eve", "02.1"]["result"] == "error" and "ValueError: my cell is broken" in rows["eve", "02.1"]["detail"]
     assert rows["eve", "02.2"]["result"] == "fail" and "raised KeyError" in rows["eve", "02.2"]["detail"]
     assert rows["eve", "02.4"]["result"] == "not answered"
+    assert rows["eve", "02.5"]["result"] == "not answered" and "not in the notebook" in rows["eve", "02.5"]["detail"]
 
 
 def test_malformed_and_foreign_notebooks_are_one_line_each(graded):
