@@ -52,7 +52,7 @@ def read_submission(path: Path, release, exercises) -> tuple[str, list[dict], li
     notebooks whose cells are gone; problems = one line per unreadable or foreign notebook."""
     student, files = _notebooks(path)
     sizes = {ex.id: len(ex.cells) for ex in exercises.EXERCISES.values()}
-    jobs, problems, found_nbs = [], [], set()
+    jobs, problems, found_nbs = [], [], {}
     if not files:
         problems.append(f"{student}: no .ipynb notebook in {path}")
     for f in files:
@@ -67,9 +67,10 @@ def read_submission(path: Path, release, exercises) -> tuple[str, list[dict], li
         for ex_id, idx in blocks.items():
             if ex_id not in {j["id"] for j in jobs}:
                 jobs.append({"id": ex_id, "notebook": f.name, "cells": [release.text(cells[i]) for i in idx]})
-                found_nbs.add(ex_id[:2])
+                found_nbs.setdefault(ex_id[:2], f.name)
     have = {j["id"] for j in jobs}
-    missing = [{"id": ex.id, "notebook": "", "result": "not answered", "detail": "its cells are not in the notebook"}
+    missing = [{"id": ex.id, "notebook": found_nbs[ex.notebook], "result": "not answered",
+                "detail": "its cells are not in the notebook"}
                for ex in exercises.EXERCISES.values() if ex.notebook in found_nbs and ex.id not in have]
     order = list(exercises.EXERCISES)
     return student, sorted(jobs, key=lambda j: order.index(j["id"])), missing, problems
