@@ -106,13 +106,18 @@ def test_each_forgery_is_refused_in_one_line_naming_the_folder_and_nothing_is_wr
     assert not out.exists() and not [p for p in class_pair.rglob(".study*")]
 
 
-def test_an_honest_pair_merges_without_a_hand_ins_extra_files(class_pair, capsys):
-    (class_pair / "class-1" / "grpo" / "notes.txt").write_text("mine")
-    (class_pair / "class-1" / "better_results.json").write_text("{}")
-    rc, (_, err) = _merge([class_pair / "class-0", class_pair / "class-1"], class_pair / "study", capsys)
+@pytest.mark.docs
+def test_the_committed_class_study_is_its_hand_ins_merged_again(tmp_path, capsys):
+    """studies/class12 holds what the merge wrote, read from studies/class12-hand-ins: merged again, byte for byte."""
+    study = HAND_INS.parent / "class12"
+    meta = json.loads((study / "comparison.json").read_text())
+    assert [(study / h["folder"]).resolve() for h in meta["hand_ins"]] == [HAND_INS / f"class-{s}" for s in range(12)]
+    rc, (_, err) = _merge([HAND_INS / f"class-{s}" for s in range(12)], tmp_path / "again", capsys)
     assert rc == 0, err
-    got = {p.relative_to(class_pair / "study" / "seed1").as_posix() for p in (class_pair / "study" / "seed1").rglob("*")}
-    assert "grpo/notes.txt" not in got and "better_results.json" not in got
-    assert {"grpo/metrics.jsonl", "grpo/DONE", "grpo/config.json", f"{PODS}/eval/step_00000.jsonl", "summary.md"} <= got
-    meta = json.loads((class_pair / "study" / "comparison.json").read_text())
-    assert (meta["seeds"], meta["preset"], meta["primary"]) == ([0, 1], "class", "time_averaged")
+    for name in ("summary.md", "summary.csv"):
+        assert (tmp_path / "again" / name).read_bytes() == (study / name).read_bytes(), name
+    assert sorted(p.name for p in (tmp_path / "again").iterdir()) == [  # the runs stay in the hand-ins, nothing else is
+        "accuracy_vs_time.png", "comparison.json", "summary.csv", "summary.md"]  # copied (extra files neither)
+    again = json.loads((tmp_path / "again" / "comparison.json").read_text())
+    assert [h["content"] for h in again["hand_ins"]] == [h["content"] for h in meta["hand_ins"]]
+    assert len({h["content"] for h in meta["hand_ins"]}) == 12 and (again["preset"], again["primary"]) == ("class", "time_averaged")

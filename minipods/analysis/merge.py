@@ -1,8 +1,9 @@
 """`python -m minipods.compare --merge DIR... --output-dir OUT`: seed folders (`compare --seed S`, a
-student's hand-in) and studies (`compare --seeds`, an earlier merge) as one study, laid out and summarised
-as `compare --seeds` does. Refused before anything is written: another design (results.fingerprint) or plan
-(comparison.json), a seed twice, a copy of another hand-in, a pilot seed, a missing or unfinished arm, a
-damaged or edited file (`check_arm` re-derives every number), a seed's arms from two machines (docs/class_study.md).
+student's hand-in) and studies (`compare --seeds`, an earlier merge) as one study, summarised as `compare
+--seeds` does; its runs stay where they are (comparison.json's hand_ins). Refused before anything is
+written: another design (results.fingerprint) or plan (comparison.json), a seed twice, a copy of another
+hand-in, a pilot seed, a missing or unfinished arm, a damaged or edited file (`check_arm` re-derives every
+number), a seed's arms from two machines (docs/class_study.md).
 """
 
 from __future__ import annotations
@@ -16,19 +17,18 @@ import tempfile
 from pathlib import Path
 
 from minipods.analysis import plots, results
-from minipods.checkpoint import EVAL_DIR, RunError, eval_path, prepare_output_dir
+from minipods.checkpoint import RunError, eval_path, prepare_output_dir
 from minipods.rewards import correctness_reward
 
 PILOT_SEEDS = {"class": (100, 101)}  # preset -> the seeds its plan reserves for pilots: never part of its study
-KNOWN = ("config.json", "metrics.jsonl", results.DONE, results.COMPARISON_FILE, "summary.*", "*.png", f"{EVAL_DIR}/step_*.jsonl")
 
 
 def seed_folders(dirs: list) -> list[Path]:
     """The seed folders of DIR... (a study: its seed{s} folders; a seed folder: itself), in the given order."""
     out = []
     for d in map(Path, dirs):
-        if seeds := results.read_json(d / results.COMPARISON_FILE).get("seeds"):
-            out += [d / f"seed{s}" for s in seeds]
+        if seeds := (meta := results.read_json(d / results.COMPARISON_FILE)).get("seeds"):
+            out += [results.seed_folder(d, meta, s) for s in seeds]
         elif d.is_dir() and any((a / "config.json").is_file() for a in d.iterdir()):
             out.append(d)
         else:
@@ -138,16 +138,13 @@ def merge(dirs: list, out: str | Path, log=print) -> Path:
         raise ValueError(f"{out} exists and is not an empty folder: merge into a new --output-dir")
     first = next(iter(by_seed.values()))
     meta = {"seeds": list(by_seed), **{k: v for k, v in first["meta"].items() if k in ("baseline", "preset", "primary")},
-            "arms": list(first["dirs"]), "fingerprint": first["fingerprint"], "merged_from": list(map(str, dirs))}
+            "arms": list(first["dirs"]), "fingerprint": first["fingerprint"], "merged_from": list(map(str, dirs)),
+            "hand_ins": [{"seed": s, "folder": os.path.relpath(x["folder"].resolve(), out.resolve()), "content": x["content"]}
+                         for s, x in by_seed.items()]}  # the runs stay in the hand-ins: a study stores each once
     tmp = Path(tempfile.mkdtemp(dir=prepare_output_dir(out.absolute().parent), prefix=f".{out.name}."))
     try:
-        for s, x in by_seed.items():
-            for src, dst in [(d, tmp / f"seed{s}" / a) for a, d in x["dirs"].items()] + [(x["folder"], tmp / f"seed{s}")]:
-                for f in sorted(f for pattern in KNOWN for f in src.glob(pattern) if f.is_file()):  # a hand-in's other files stay
-                    (dst / f.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(f, dst / f.relative_to(src))
         (tmp / results.COMPARISON_FILE).write_text(json.dumps(meta, indent=1))
-        plots.make(results.seed_dirs(tmp, meta), tmp, meta)
+        plots.make(results.seed_dirs(tmp, meta), tmp, meta)  # tmp: beside out
         os.replace(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

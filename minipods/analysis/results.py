@@ -86,9 +86,14 @@ def read_study(seed_dirs: dict[int, dict[str, Path]]) -> dict[int, dict[str, lis
     return {s: {a: pts for a, d in dirs.items() if (pts := read_points(d))} for s, dirs in seed_dirs.items()}
 
 
+def seed_folder(folder: str | Path, meta: dict, seed: int) -> Path:
+    """A study's seed folder: FOLDER/seed{s} (`compare --seeds`), or the hand-in a merge lists (relative to FOLDER)."""
+    return Path(folder) / next((h["folder"] for h in meta.get("hand_ins", []) if h["seed"] == seed), f"seed{seed}")
+
+
 def seed_dirs(folder: str | Path, meta: dict) -> dict[int, dict[str, Path]]:
-    """A `compare --seeds` folder (FOLDER/seed{s}/ARM; meta: its comparison.json): seed -> arm -> run folder."""
-    dirs = {s: {a: Path(folder) / f"seed{s}" / a for a in meta["arms"]} for s in meta["seeds"]}
+    """A study (meta: its comparison.json; runs in seed_folder(...)/ARM): seed -> arm -> run folder."""
+    dirs = {s: {a: seed_folder(folder, meta, s) / a for a in meta["arms"]} for s in meta["seeds"]}
     return {s: {a: d for a, d in by.items() if (d / "metrics.jsonl").is_file()} for s, by in dirs.items()}
 
 
