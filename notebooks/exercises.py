@@ -1327,8 +1327,11 @@ def main(argv=None) -> int:
         print(staged(args[1:]), end="")
         return 0
     if args[:1] in (["--release"], ["--grade"]):  # the student edition, the grader: notebooks/release.py, grade.py
-        name = args[0][2:]
-        spec = importlib.util.spec_from_file_location(f"exercises_{name}", Path(__file__).resolve().parent / f"{name}.py")
+        name, here = args[0][2:], Path(__file__).resolve().parent
+        if not (here / f"{name}.py").is_file():  # the student edition carries neither
+            print(f"notebooks/exercises.py: error: {args[0]} needs {name}.py (in the repository's notebooks/)", file=sys.stderr)
+            return 2
+        spec = importlib.util.spec_from_file_location(f"exercises_{name}", here / f"{name}.py")
         spec.loader.exec_module(module := importlib.util.module_from_spec(spec))
         return module.main(args[1:], sys.modules[__name__])
     if args[:1] == ["--time"] and args[1:] and all(a in EXERCISES for a in args[1:]):
