@@ -109,11 +109,8 @@ def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "
 
 def arm_status(cfg: TrainConfig) -> str:
     d = Path(cfg.output_dir)
-    if (d / DONE).is_file():
-        return "done"
-    if any((d / name).exists() for name in ("checkpoint", "checkpoint.old", "metrics.jsonl")):
-        return "resume"
-    return "new"
+    return "done" if (d / DONE).is_file() else "resume" if any(
+        (d / name).exists() for name in ("checkpoint", "checkpoint.old", "metrics.jsonl")) else "new"
 
 
 def parse_seeds(spec: str | list[int]) -> list[int]:

@@ -72,7 +72,7 @@ def check_arm(d: Path, cfg: dict, done: dict) -> tuple[list, str]:
 
 def check_seed(folder: Path) -> dict:
     """One seed folder, read whole and checked: seed, meta (comparison.json), dirs (arm -> folder), fingerprint
-    (its design), content (a hash of its arms' training rows)."""
+    (its design), content (a hash of its arms' training rows), plan (comparison.json but the seed and paths)."""
     meta = results.read_json(folder / results.COMPARISON_FILE)
     dirs = {a: folder / a for a in meta.get("arms") or sorted(a.name for a in folder.iterdir() if (a / "config.json").is_file())}
     configs, machines, arms = {}, set(), {}
@@ -95,12 +95,8 @@ def check_seed(folder: Path) -> dict:
         raise ValueError(f"{folder}: its arms ran on different machines ({', '.join(sorted(str(m[0]) for m in machines))}"
                          "); a seed's arms are compared in wall-clock, so run them on one")
     return {"seed": seeds.pop(), "meta": meta, "dirs": dirs, "fingerprint": results.fingerprint(configs), "folder": folder,
-            "content": hashlib.sha256("".join(h for _, h in arms.values()).encode()).hexdigest()[:12]}
-
-
-def plan(meta: dict) -> dict:
-    """A seed's comparison.json but its seed and paths: what every hand-in of one study shares (preset, primary ...)."""
-    return {**meta, "overrides": {k: v for k, v in meta.get("overrides", {}).items() if k not in results.NOT_DESIGN}}
+            "content": hashlib.sha256("".join(h for _, h in arms.values()).encode()).hexdigest()[:12],  # and the plan:
+            "plan": {**meta, "overrides": {k: v for k, v in meta.get("overrides", {}).items() if k not in results.NOT_DESIGN}}}
 
 
 def check(dirs: list) -> dict[int, dict]:
@@ -116,7 +112,7 @@ def check(dirs: list) -> dict[int, dict]:
         if x["fingerprint"] != first["fingerprint"]:
             raise ValueError(f"{x['folder']} has another design than {first['folder']} (fingerprint {x['fingerprint']} vs "
                              f"{first['fingerprint']}: a setting other than the seed differs)")
-        if odd := sorted(k for k in {**plan(x["meta"]), **plan(first["meta"])} if plan(x["meta"]).get(k) != plan(first["meta"]).get(k)):
+        if odd := sorted(k for k in x["plan"].keys() | first["plan"].keys() if x["plan"].get(k) != first["plan"].get(k)):
             raise ValueError(f"{x['folder']} has another plan than {first['folder']} (comparison.json's {odd[0]} differs)")
         if copy := next((y for y in by_seed.values() if y["content"] == x["content"]), None):
             raise ValueError(f"{x['folder']} (seed {x['seed']}) is a copy of {copy['folder']} (seed {copy['seed']}): the same "

@@ -225,9 +225,8 @@ def format_difference(d: dict, per_seed: bool = True) -> str:
 
 
 def _mi(m: dict) -> str:
-    if m["mean"] is None:
-        return "-"
-    return f"{100 * m['mean']:.1f}" + (f" [{100 * m['lo']:.1f}, {100 * m['hi']:.1f}]" if m["lo"] is not None else "")
+    return "-" if m["mean"] is None else f"{100 * m['mean']:.1f}" + (
+        f" [{100 * m['lo']:.1f}, {100 * m['hi']:.1f}]" if m["lo"] is not None else "")
 
 
 def _t(x: float, unit: str) -> str:

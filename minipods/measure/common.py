@@ -31,15 +31,12 @@ def fit_power_law(xs, ys) -> tuple[float, float]:
 
 
 def fmt_s(s: float) -> str:
-    if s is None or not math.isfinite(s):
-        return "n/a"
-    return f"{s:.2f} s" if s >= 1 else f"{s * 1e3:.1f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} µs"
+    return "n/a" if s is None or not math.isfinite(s) else f"{s:.2f} s" if s >= 1 else f"{s * 1e3:.1f} ms" if s >= 1e-3 \
+        else f"{s * 1e6:.1f} µs"
 
 
 def fmt_mb(mb: float) -> str:
-    if mb is None or not math.isfinite(mb):
-        return "n/a"
-    return f"{mb / 1024:.2f} GB" if abs(mb) >= 1024 else f"{mb:.0f} MB"
+    return "n/a" if mb is None or not math.isfinite(mb) else f"{mb / 1024:.2f} GB" if abs(mb) >= 1024 else f"{mb:.0f} MB"
 
 
 def fmt_x(r: float) -> str:
