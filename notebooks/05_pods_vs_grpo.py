@@ -226,8 +226,8 @@ assert p_hand > 0.05  # the reading below: the interval and the test agree
 # **The class study's primary statistic.** A final evaluation reads one point of each curve. The class
 # study fixed, before its seeds ran, a statistic that uses every evaluation: the **time-averaged
 # accuracy**, the area under accuracy against training time from 0 to the 600 s budget, divided by 600 s
-# (trapezoids between evaluations; `minipods.analysis.summary.time_averaged`). An arm that learns sooner
-# has the larger area. Its PODS-minus-GRPO difference per seed is read exactly as above: mean, t-interval,
+# (trapezoids between evaluations; `minipods.analysis.summary.time_averaged`; the cell computes one
+# seed's by hand). An arm that learns sooner has the larger area. Its PODS-minus-GRPO difference per seed is read exactly as above: mean, t-interval,
 # sign-flip p. Because the statistic and the rule ("PODS learns faster if the interval lies above 0")
 # were written down first, this interval is a test, not a description chosen after seeing the data.
 #
@@ -238,8 +238,15 @@ assert p_hand > 0.05  # the reading below: the interval and the test agree
 # The package prints both (`resolve_lines`); the cell adds a class of 40 at the same spread.
 
 # %%
-from minipods.analysis.summary import Z80, resolve_lines
+from minipods.analysis.summary import Z80, resolve_lines, time_averaged
 
+pts = cls_study[cls["seeds"][0]][GRPO]  # one seed's GRPO evaluations, by hand: trapezoids from 0 s to the budget
+ts = [0.0] + [q.seconds for q in pts if 0 < q.seconds < CLS_BUDGET] + [CLS_BUDGET]
+ys = np.interp(ts, [q.seconds for q in pts], [q.accuracy for q in pts])  # past the last evaluation: interpolated, or held
+by_hand = float(np.sum(np.diff(ts) * (ys[1:] + ys[:-1]) / 2) / CLS_BUDGET)
+print(f"seed {cls['seeds'][0]}, GRPO: time-averaged accuracy {100 * by_hand:.1f}% over {CLS_BUDGET:.0f} s "
+      f"(evaluations {', '.join(f'{100 * q.accuracy:.0f}% at {q.seconds:.0f} s' for q in pts)})")
+assert abs(by_hand - time_averaged(pts, CLS_BUDGET)) < 1e-9  # the package's statistic, by hand
 prim = cls["averaged_versus"][GRPO]["seeds"]  # time-averaged accuracy, PODS minus GRPO, over seeds
 print(f"primary (fixed before the seeds ran), time-averaged accuracy over {CLS_BUDGET:.0f} s, PODS minus GRPO: "
       f"{100 * prim['mean']:+.1f} points [{100 * prim['lo']:+.1f}, {100 * prim['hi']:+.1f}] over {prim['k']} seeds, "
@@ -421,11 +428,12 @@ assert len(non) <= 2 and set(non) == set(highest) and gains[0] > 0.15  # the rea
 # prompts as GRPO's first 4, without evaluations, and each arm's step time is the mean over those 4
 # steps. Read as the paper's are, the two step times make a cost model
 # (`minipods.measure.costmodel.CostModel`) that prices any $n$ at this $P$ and $m$ and agrees with the
-# arms by construction (asserted). An earlier version of this page timed its cost model separately, on
-# the untrained model's rollouts from one prompt, while its arms had trained for several steps and skipped
-# silent rows in the update; it read 1.15 where its arms read 1.48. The arms' cost depends on what they
-# generate (their completions' lengths, printed), which a separate timing does not see: a cost model is
-# only as good as its match to the runs it prices, so here it is read off them.
+# arms by construction (asserted). Why not time the phases separately, on the untrained model? Because
+# a step's cost depends on what the arm generates: its completions' lengths (printed) change as it
+# learns and differ between the arms, and an update that skips silent rows pays for fewer rows than one
+# that pays every kept row. A model timed apart from the runs prices other work than the runs did and
+# can miss their ratio by a third; a cost model is only as good as its match to the runs it prices, so
+# here it is read off them.
 
 # %%
 from minipods.measure import costmodel
@@ -468,8 +476,10 @@ curves = {f"here (P={P5}, m={m5})": [cm_here.break_even(int(r * m5), m5, prompts
                                             for r in ratios]}
 assert abs(curves["L40S: two step times"][3] - paper["pods_s"] / paper["grpo_s"]) < 1e-9  # through (4, 10.1/7.5)
 print("break-even gain at n/m = 4: " + "; ".join(f"{k_} {v[3]:.2f}" for k_, v in curves.items()))
+slopes = [v[1] - v[0] for v in curves.values()]
 print("extra cost of each further multiple of m, as a share of a GRPO step: "
-      + "; ".join(f"{k_} {v[1] - v[0]:.3f}" for k_, v in curves.items()))
+      + "; ".join(f"{k_} {v[1] - v[0]:.3f}" for k_, v in curves.items())
+      + f" -> here {'steeper than' if slopes[0] > max(slopes[1:]) else 'flatter than' if slopes[0] < min(slopes[1:]) else 'between'} the L40S's")
 for (k_, v), style in zip(curves.items(), ("o-", "s--", "^:")):
     plt.plot(ratios, v, style, label=k_)
 plt.plot([n5 / m5], [R_run], "D", color="black", label="the two runs here")
@@ -478,8 +488,9 @@ plt.grid(alpha=0.3); plt.legend(fontsize=8); plt.show()
 
 # %% [markdown]
 # How to read it: each curve is the number of GRPO steps one PODS step must be worth to pay for itself;
-# their slopes, the extra cost of each further multiple of $m$, are the whole comparison (printed). A
-# steeper curve here than on the L40S means extra rollouts cost a larger share of a step on this CPU.
+# their slopes, the extra cost of each further multiple of $m$, are the whole comparison (printed, with
+# the verdict). A steeper curve here than on the L40S means extra rollouts cost a larger share of a step
+# on this CPU, a flatter one a smaller share.
 # The paper's ~2× speed-up at $n/m = 4$ implies each PODS step there was worth about $2 \times 10.1/7.5
 # \approx 2.7$ GRPO steps, well above the L40S's break-even of about 1.35.
 #
@@ -577,11 +588,11 @@ check("05.4", largest_paying_n)
 # Read it with the run as the unit: a paired difference per seed, their mean with a Student-t interval,
 # the sign-flip p, and the size of difference the seeds' spread can resolve; a pooled interval over
 # questions is about those questions only. At classroom scale, 12 and 10 seeds found no speed-up of the
-# paper's size and no accuracy difference; effects under about 8 points of time-averaged accuracy, or a
-# speed-up under about 1.9×, they could not have seen. One
-# live run shows a model learning, and nothing about which arm is better. PODS pays only when a step is
-# worth more GRPO steps than it costs, and the worth is what this scale did not supply. The card below
-# is assembled from this notebook's numbers.
+# paper's size and no accuracy difference; a difference under about 8 points of time-averaged accuracy,
+# or a speed-up under about 1.9×, they would miss more than 1 time in 5. One live run shows a model
+# learning, and nothing about which arm is better. PODS pays only when a step is worth more GRPO steps
+# than it costs, and the worth is what this scale did not supply. The card below is assembled from this
+# notebook's numbers.
 
 # %%
 card = f"""**On a card** (from this run, {'SMALL' if SMALL else 'full'} mode).
