@@ -37,8 +37,8 @@
 # | full | SmolLM2-135M-Instruct, synthetic word problems | the `class` preset's GRPO ($n=m=4$, one prompt a step), 40 steps, 64 test questions; its PODS ($16 \to 4$) for 4 steps, to price a step |
 #
 # **Set-up.** The first cell imports minipods (installed with `pip install -e .` in the repository:
-# scripts/setup.sh does it) and this folder's helpers, `lessons.py` (Jupyter starts the kernel in the
-# notebook's own folder). On Colab or another fresh runtime, first run docs/gpu.md's install cell ("On a
+# scripts/setup.sh does it) and this folder's exercise checks, `exercises.py` (Jupyter starts the kernel
+# in the notebook's own folder). On Colab or another fresh runtime, first run docs/gpu.md's install cell ("On a
 # Colab T4": clone into `/content/minipods`, `pip install -r requirements-colab.txt`,
 # `pip install --no-deps -e .`) and restart the runtime once. Sections 1–4 read the repository's
 # `studies/` folder, so the package must come from a clone. Everything here runs on the CPU, on a GPU
@@ -52,7 +52,7 @@ if "google.colab" in sys.modules and Path("/content/minipods/notebooks").is_dir(
     os.chdir("/content/minipods/notebooks")  # Colab, after docs/gpu.md's install cell: work in the clone's notebooks/
 try:
     import minipods
-    import lessons  # this folder's figures and timing tools
+    import exercises  # this folder's exercise checks (sections 2 and 6)
 except ImportError as e:
     raise SystemExit(f"{e.name} not found: run `pip install -e .` in the minipods repository and open this notebook "
                      "from its notebooks/ folder (on Colab: docs/gpu.md's install cell, then restart)") from None
@@ -290,7 +290,9 @@ for name, s in (("class study", cls), ("laptop study", lap)):
     sp = t_["speedup"]
     fv = s["versus"][GRPO]["seeds"]
     print(f"{name} ({len(s['seeds'])} seeds): PODS reached GRPO's level {'≤' if t_['censored'] else ''}{sp['ratio']:.2f}x "
-          f"as fast [{sp['lo']:.2f}, {sp['hi']:.2f}] ({sp['k']} seeds with a target, {t_['censored']} censored); "
+          f"as fast [{sp['lo']:.2f}, {sp['hi']:.2f}] ({sp['k']} of {len(s['seeds'])} seeds had a target"
+          + ("" if sp["k"] == len(s["seeds"]) else ": GRPO's step-0 evaluation met it on the others")
+          + f"; {t_['censored']} censored); "
           f"final accuracy, PODS minus GRPO, {100 * fv['mean']:+.1f} [{100 * fv['lo']:+.1f}, {100 * fv['hi']:+.1f}], "
           f"sign-flip p {fv['p']:.2f}")
     assert sp["hi"] < 1.7 and fv["lo"] <= 0 <= fv["hi"]  # the reading below
@@ -301,8 +303,8 @@ print("\n".join(resolve_lines(lap)))
 # final-accuracy interval excludes 0 (asserted). The honest summary at this scale: no speed-up of the
 # paper's size and no accuracy difference that these seeds could resolve. Their resolve lines say how
 # small "could not resolve" is: about 8 points of time-averaged accuracy in both studies, 10 to 18 points
-# of final accuracy, and a speed-up under about 1.9×. A real but smaller effect these studies cannot
-# see. Section 6 asks where a speed-up would have to come from: how much more a PODS step must be worth
+# of final accuracy, and a speed-up under about 1.9×; a real but smaller effect these studies would
+# likely miss. Section 6 asks where a speed-up would have to come from: how much more a PODS step must be worth
 # than it costs.
 
 # %% [markdown]
@@ -312,9 +314,9 @@ print("\n".join(resolve_lines(lap)))
 # preset (SmolLM2-135M with LoRA, synthetic word problems, one prompt a step, $n = m = 4$, lr
 # $2 \cdot 10^{-4}$, every kept row paid in the update, as the paper's), evaluated greedily on the same
 # 64 held-out questions. Two things differ from the study: the run is counted in **steps**, not seconds
-# (40 steps, about the first 300 s of a study run), so on one machine and thread count it repeats bit for
-# bit whatever else the machine is doing; and it is evaluated every 20 steps instead of every 150 s. As
-# a command:
+# (40 steps, roughly the first half of a study run's 600 s), so on one machine and thread count it
+# repeats bit for bit whatever else the machine is doing; and it is evaluated every 20 steps instead of
+# every 150 s. As a command:
 #
 # `python -m minipods.compare --preset class --arms grpo --max-steps 40 --budget-s 0 --eval-every-s 0 --eval-every 20 --seed 0`
 #
@@ -326,14 +328,15 @@ import shutil
 
 folder = Path("runs/nb05_small" if SMALL else "runs/nb05")
 shutil.rmtree(folder, ignore_errors=True)  # an empty folder: every run of this notebook trains again
-SHARED = dict(budget_s=0.0, eval_every_s=0.0, seed=0, device=DEVICE, progress=False)  # counted in steps; section 6 reuses it
+SHARED = dict(budget_s=0.0, eval_every_s=0.0, seed=0, progress=False)  # counted in steps; section 6 reuses it
 t_compare = time.perf_counter()
 if SMALL:  # the tiny random model: mechanics only, in seconds
     TINY = dict(n=4, m=2, max_new_tokens=8, max_prompt_tokens=64, eval_max_new_tokens=8, eval_limit=4)
     out = compare.run_comparison(folder, arms=(GRPO,), preset="class", log=print, max_steps=3, eval_every=1,
-                                 model_factory=lambda cfg: tiny_policy(seed=0), **TINY, **SHARED)
+                                 model_factory=lambda cfg: tiny_policy(seed=0), device=DEVICE, **TINY, **SHARED)
 else:
-    out = compare.run_comparison(folder, arms=(GRPO,), preset="class", log=print, max_steps=40, eval_every=20, **SHARED)
+    out = compare.run_comparison(folder, arms=(GRPO,), preset="class", log=print, max_steps=40, eval_every=20,
+                                 device=DEVICE, **SHARED)
 T_COMPARE = time.perf_counter() - t_compare  # training and evaluations
 
 # %% [markdown]
@@ -442,7 +445,8 @@ from minipods.analysis import paper_runs
 from minipods import train as train_mod
 
 K = 2 if SMALL else 4  # PODS's steps: the cost of a step, not learning
-pods_cfg = compare.arm_configs((PODS,), "class", folder, max_steps=K, eval_every=0, **(TINY if SMALL else {}), **SHARED)[PODS]
+pods_cfg = compare.arm_configs((PODS,), "class", folder, max_steps=K, eval_every=0, device=DEVICE,
+                               **(TINY if SMALL else {}), **SHARED)[PODS]
 t_pods = time.perf_counter()
 train_mod.train(pods_cfg, *(tiny_policy(seed=0) if SMALL else (None, None)))  # a fresh model, as GRPO's arm had
 T_PODS = time.perf_counter() - t_pods
