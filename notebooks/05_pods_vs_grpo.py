@@ -375,12 +375,12 @@ if not SMALL:
 
 # %% [markdown]
 # **Reading it.** GRPO's accuracy rises from its untrained start (asserted; in SMALL mode the tiny random
-# model only exercises the machinery). Is seed 0 lucky? This run is the first 40 steps of one class
-# study hand-in's GRPO arm, so the class study has measured it 12 times: the cell reads each seed's GRPO
-# evaluations from the study (section 1's reader) at step 0 and at the evaluation nearest step 40, and
-# seed 0's at steps near 20 and 40 beside this page's. (On the CPU and thread count that ran the study,
-# AMD EPYC Zen 3 with 2 threads, seed 0 repeats the study's numbers; elsewhere the same distribution,
-# other digits.)
+# model only exercises the machinery). Is seed 0 lucky? This run is the first 40 steps of the class
+# study's seed-0 GRPO arm (the same preset and seed), and the study ran that arm on 12 seeds: the cell
+# reads each seed's GRPO evaluations from the study (section 1's reader) at step 0 and at the evaluation
+# nearest step 40, and prints seed 0's first evaluations beside this page's. (The study ran on an AMD
+# EPYC Zen 3 with 2 threads; on another CPU or thread count floats add in another order, so expect the
+# same distribution there, not always the same digits.)
 
 # %%
 near = {s_: min(cls_study[s_][GRPO], key=lambda q: abs(q.step - 40)) for s_ in cls["seeds"]}  # the study's grid: ~150 s
