@@ -386,7 +386,7 @@ def test_merge_refuses_with_one_line_and_writes_nothing(case, seeds_study, tmp_p
         want = "not an empty folder"
     if case == "with settings":
         rc = compare.main(["--merge", str(bad), "--lr", "1e-3", "--output-dir", str(out)])
-        err, want = capsys.readouterr().err, "--merge takes only"
+        err, want = capsys.readouterr().err, "--merge and --audit take only"
     else:
         rc, (_, err) = _merge([*dirs, out], capsys)
     assert rc == 2 and err.count("\n") == 1 and want in err, err
@@ -410,3 +410,19 @@ def test_summary_shows_each_seeds_probe_beside_its_difference(seeds_study, tmp_p
     assert "Per seed, its machine probe (fp32 matmul GFLOP/s, the arms' mean) → `pods_max_variance` minus `grpo`, " \
            "time-averaged: 0: 150 → " in md and ", 1: 50 → " in md
     assert d["averaged_vs_focus_k"] == "2"
+
+
+def test_audit_reruns_the_first_steps_and_catches_an_edited_hand_in(seeds_study, tmp_path, monkeypatch):
+    said = []
+    assert compare.audit(seeds_study / "seed0", 1, model_factory=Factory(), log=said.append)
+    assert len(said) == 3 and all("first 1 step(s) re-run, compared bit for bit: the same" in s for s in said), said
+    edited = tmp_path / "seed0"
+    shutil.copytree(seeds_study / "seed0", edited)
+    rows = [json.loads(x) for x in (edited / "grpo" / "metrics.jsonl").read_text().splitlines()]
+    rows[1]["reward_mean"] += 0.25  # step 1: a better reward, nothing the merge re-derives
+    (edited / "grpo" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(compare, "cpu_name", lambda: "Another CPU")  # another machine: rewards and kept rows still compared
+    said.clear()
+    assert not compare.audit(edited, 1, model_factory=Factory(), log=said.append)
+    assert "grpo: its first 1 step(s) re-run, compared kept indices and rewards only (made on " in said[0] and said[0].endswith(
+        "differ at step 1") and said[1].endswith("the same"), said

@@ -8,6 +8,7 @@ about 2x sooner: generating rollouts is cheap and parallel, the update is bound 
     python -m minipods.compare --preset laptop --seeds 0,1,2,3,4,5,6,7,8,9   # the planned study (docs/results.md)
     python -m minipods.compare --preset class --seed S --output-dir DIR   # one student's seed (docs/class_study.md)
     python -m minipods.compare --merge DIR... --output-dir OUT            # their folders as one study
+    python -m minipods.compare --audit DIR [--steps K]                    # re-run a hand-in's first K steps
 
 Each arm is a `minipods.train` run in OUTPUT_DIR/ARM (OUTPUT_DIR/seed{s}/ARM with --seeds) from a fresh
 model and the same seed (the same questions in the same order); a finished arm (DONE marker) is skipped on
@@ -47,6 +48,7 @@ LAPTOP_ARMS = ("grpo", "pods_max_variance", "pods_random")  # --small: PODS, GRP
 SMALL_ARMS = ("grpo", "grpo_same_n", "pods_max_variance", "pods_random")  # --preset small: both GRPOs, both rules
 PRESET_ARMS = {"laptop": LAPTOP_ARMS, "small": SMALL_ARMS}
 DONE = results.DONE  # marker file in a finished arm's folder
+AUDIT_STEPS = 3  # --audit re-runs this many steps of each arm (--preset class: about a minute on 2 cores)
 PRIMARY = {"class": "time_averaged"}  # the statistic a preset's study fixed before its seeds ran
 SMALL_EVAL_EVERY = 8  # --preset small: evaluate at steps 0, 8, 16, 24 and 32 (five points of a curve per arm)
 SMALL_PRESET = "laptop"  # what --small runs: the classroom version of the planned study (docs/results.md)
@@ -175,10 +177,12 @@ def machine_record(cfg: TrainConfig) -> dict:
 
 
 def cpu_name() -> str:
-    """The CPU's model name: a finished arm records it (wall-clock budgets differ by machine)."""
+    """The CPU's model name, then its family and model numbers (a VM may show only "AMD EPYC"): a finished arm
+    records it (wall-clock budgets and floating-point rounding differ by machine; --audit compares it)."""
     try:
-        return next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
-    except (OSError, StopIteration):
+        info = {k.strip(): v.strip() for k, v in (l.split(":", 1) for l in open("/proc/cpuinfo").read().split("\n\n")[0].splitlines() if ":" in l)}
+        return info["model name"] + (f" (family {info['cpu family']}, model {info['model']})" if "cpu family" in info else "")
+    except (OSError, KeyError):
         return platform.processor() or platform.machine()
 
 
@@ -222,6 +226,32 @@ def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, model_factory, lo
     return out
 
 
+def audit(handin: str | Path, steps: int = AUDIT_STEPS, model_factory: Callable | None = None, log: Callable = print) -> bool:
+    """Re-run the first `steps` steps of each arm of a checked hand-in from its own config.json (no evaluation) and
+    compare the rows: every value but timings and memory where DONE's CPU model and threads are this machine's, else
+    only the kept indices and rewards (another CPU rounds differently). True when they match."""
+    import tempfile
+
+    import torch
+    ok = True
+    for d in (d for f in merge.seed_folders([handin]) for d in merge.check_seed(f)["dirs"].values()):
+        done, fields = results.read_done(d), {f.name for f in dataclasses.fields(TrainConfig)}
+        same = (done.get("cpu"), done.get("threads")) == (cpu_name(), torch.get_num_threads())
+        keep = (lambda k: not k.endswith("_s") and k[:5] != "eval_" and k != "peak_mem_mb") if same else ("step", "kept_idx", "reward_mean").__contains__
+        with tempfile.TemporaryDirectory() as tmp:
+            cfg = TrainConfig(**{**{k: v for k, v in results.read_config(d).items() if k in fields}, "max_steps": steps,
+                                 "budget_s": 0.0, "eval_limit": 0, "output_dir": tmp, "data_dir": None, "resume": False})
+            train_mod.train(cfg, *(model_factory(cfg) if model_factory else (None, None)))
+            got = results.training_rows(results.read_rows(tmp))
+        want = results.training_rows(results.read_rows(d))[:steps]
+        bad = next((w["step"] for g, w in zip(got, want) if {k: v for k, v in g.items() if keep(k)} != {
+            k: v for k, v in w.items() if keep(k)}), None if len(got) == len(want) else len(got))
+        ok &= bad is None
+        how = "bit for bit" if same else f"kept indices and rewards only (made on {done.get('cpu')}, {done.get('threads')} threads)"
+        log(f"{d}: its first {len(want)} step(s) re-run, compared {how}: " + ("the same" if bad is None else f"differ at step {bad}"))
+    return ok
+
+
 # ---------------------------------------------------------------- CLI
 def build_parser():
     p = cli.Parser(prog="python -m minipods.compare", description=__doc__.split("\n\n")[0])
@@ -236,6 +266,9 @@ def build_parser():
     p.add_argument("--seeds", default=None, help="run every arm once per seed, e.g. 0,1,2 (folders seed{s}/ARM)")
     p.add_argument("--merge", nargs="+", metavar="DIR", default=None, help="merge these seed folders and studies into "
                    "one study in --output-dir (a class's hand-ins: docs/class_study.md); nothing is trained")
+    p.add_argument("--audit", metavar="HANDIN", default=None, help="re-run the first --steps steps of each arm of a "
+                   "hand-in and compare them with its rows (docs/teaching.md); exit 1 where they differ")
+    p.add_argument("--steps", type=int, default=AUDIT_STEPS, help=f"--audit: steps per arm (default {AUDIT_STEPS})")
     cli.add_dataclass_args(p, TrainConfig, skip=_PER_ARM, default_label="train default")
     return p
 
@@ -248,8 +281,12 @@ def main(argv=None) -> int:
             raise ValueError(f"--small conflicts with --preset {args.preset}")
         preset = args.preset or (SMALL_PRESET if args.small else None)
         shared = cli.overrides(args, TrainConfig, skip=_PER_ARM)
-        if args.merge and (shared or args.small or args.preset or args.seeds or args.arms):
-            raise ValueError("--merge takes only the folders and --output-dir (their settings come with them)")
+        if (args.merge or args.audit) and (shared or args.small or args.preset or args.seeds or args.arms):
+            raise ValueError("--merge and --audit take only the folders (their settings come with them)")
+        if args.audit and args.steps < 1:
+            raise ValueError(f"--steps must be >= 1, got {args.steps}")
+        if args.audit:
+            return 0 if audit(args.audit, args.steps) else 1
         out = merge.merge(args.merge, args.output_dir) if args.merge else \
             run_comparison(args.output_dir, args.arms, preset, seeds=args.seeds, **shared)
     except KeyboardInterrupt:
