@@ -31,6 +31,7 @@ import math
 import os
 import sys
 import textwrap
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,7 +92,10 @@ def _verdict(ex_id: str, answer) -> tuple[bool | None, str]:
     if ex.kind == "implement" and (getattr(answer, "__module__", None) or "").startswith("minipods"):
         return False, "that is the package's own function: write your own and rerun"
     try:
-        ok, line = ex.judge(answer)
+        ok, line = _within(CHECK_TIMEOUT_S, ex.judge, answer)
+    except TimeoutError:
+        return False, (f"timed out: the check gave up after {CHECK_TIMEOUT_S:g} s (a loop that never ends?); your code "
+                       "may still be running in the background: restart the kernel if the notebook slows")
     except Unanswered:
         return None, "not answered yet: replace `raise NotImplementedError` with your code and rerun the cell"
     except StudentError as e:
@@ -99,14 +103,38 @@ def _verdict(ex_id: str, answer) -> tuple[bool | None, str]:
     return bool(ok), line
 
 
-def check(ex_id: str, answer) -> bool:
-    """Check `answer` to exercise `ex_id` and print one line; True when right. Never raises on a stub."""
+CHECK_TIMEOUT_S = float(os.environ.get("MINIPODS_CHECK_TIMEOUT_S", "60") or 60)
+
+
+def _within(seconds: float, fn, *args):
+    """fn(*args) in a daemon thread, waiting at most `seconds` (TimeoutError after): portable (Linux, macOS,
+    Windows, any thread, unlike signal.alarm). A thread cannot be killed, so a runaway answer keeps running in the
+    background; the grader (notebooks/grade.py) also kills its child process from outside."""
+    box = {}
+
+    def run():
+        try:
+            box["out"] = fn(*args)
+        except BaseException as e:  # noqa: BLE001 (re-raised in the caller's thread)
+            box["err"] = e
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        raise TimeoutError
+    if "err" in box:
+        raise box["err"]
+    return box["out"]
+
+
+def check(ex_id: str, answer) -> None:
+    """Check `answer` to exercise `ex_id` and print its verdict line (✓ right, ✗ wrong, · not answered yet).
+    Returns None, so the check cell shows the line, not a stray True/False; the verdict itself: `_verdict`."""
     if ex_id not in EXERCISES:
         raise KeyError(f"no exercise {ex_id!r}; there are {', '.join(EXERCISES)}")
     ok, line = _verdict(ex_id, answer)
     mark = {True: "✓", False: "✗", None: "·"}[ok]
     print(f"{mark} {ex_id} {line}")
-    return bool(ok)
 
 
 # ---------------------------------------------------------------- helpers for judges

@@ -7,6 +7,8 @@ import io
 import math
 import re
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +26,8 @@ SOLUTIONS = E._solutions()
 def run_check(ex_id, answer):
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        ok = E.check(ex_id, answer)
-    return ok, out.getvalue()
+        assert E.check(ex_id, answer) is None  # a check cell shows its verdict line, not a stray True/False
+    return {"✓": True}.get(out.getvalue()[:1], False), out.getvalue()
 
 
 # ---------------------------------------------------------------- planted mistakes, one or more per implement-exercise
@@ -269,3 +271,53 @@ def test_self_test_line():
         rc = E.main(["--self-test"])
     n = len(E.EXERCISES)
     assert out.getvalue() == f"{n} exercises: {n} pass on solutions, {n} fail on stubs\n" and rc == 0
+
+
+# ---------------------------------------------------------------- checks that hold (issue 59, part 3)
+def test_a_hanging_answer_times_out_and_the_next_check_still_runs(monkeypatch):
+    stop = threading.Event()
+
+    def hangs(mask):
+        while not stop.is_set():
+            time.sleep(0.01)
+    monkeypatch.setattr(E, "CHECK_TIMEOUT_S", 0.5)
+    try:
+        ok, line = run_check("01.1", hangs)
+    finally:
+        stop.set()
+    assert ok is False and line.startswith("✗ 01.1 timed out"), line
+    assert run_check("01.1", SOLUTIONS["01.1"])[0] is True
+
+
+def _scramble(x) -> bool:
+    """Overwrite a mutable argument in place (what a cheating answer might do); True if it could."""
+    if isinstance(x, torch.Tensor) and x.numel():
+        x.copy_(torch.ones_like(x) if x.dtype == torch.bool else torch.full_like(x, 1))
+        return True
+    if isinstance(x, np.ndarray) and x.size and x.flags.writeable:
+        x[...] = 1
+        return True
+    if isinstance(x, list) and x:
+        x[:] = [x[0]] * len(x) if len(x) > 1 and not isinstance(x[0], (list, np.ndarray)) else []
+        return True
+    return False
+
+
+@pytest.mark.parametrize("ex_id", [ex.id for ex in E.EXERCISES.values() if ex.kind == "implement"])
+def test_an_answer_that_mutates_its_input_cannot_fool_the_check(ex_id):
+    """The check computes its expected values before the student runs and passes copies: a right answer that
+    scrambles its input afterwards still passes, and one that scrambles it first and answers for the scrambled
+    input fails (were `want` computed afterwards on the live object, it would pass)."""
+    sol, mutated = SOLUTIONS[ex_id], []
+
+    def right_then_scramble(*args):
+        out = sol(*args)
+        mutated.extend(_scramble(a) for a in args)
+        return out
+
+    def scramble_then_answer(*args):
+        done = [_scramble(a) for a in args]
+        return sol(*args) if any(done) else None
+    assert run_check(ex_id, right_then_scramble)[0] is True, ex_id
+    if any(mutated):
+        assert run_check(ex_id, scramble_then_answer)[0] is False, ex_id
