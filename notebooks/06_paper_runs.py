@@ -11,7 +11,8 @@
 #
 # > * **You will learn:** (1) the paper's ten runs per setting, read with the run as the unit; (2) "at least 1.7x faster", read the paper's way (mean curves) and run by run; (3) the n- and m-sweeps, the rules, and a step's cost on the L40S.
 # > * **Comes first:** 05 (its statistics: time to target, seed-level intervals).
-# > * **Time here** (AMD EPYC family 25 model 1 (Zen 3), 2 cores, idle; `scripts/run_notebooks.py`, 2026-12-04): 6 s in either mode (no model: the released numbers only).
+# > * **Background:** a Student-t confidence interval for a mean (e.g. OpenIntro Statistics, Sec. 7.1); a sign-flip (paired permutation) test (Good, *Permutation Tests*; the `minipods.stats.sign_flip_p` docstring); least squares with two predictors (a plane).
+# > * **Time here** (written by `scripts/run_notebooks.py` from the run that made this page, 2026-12-05: AMD EPYC, cpu family 23 model 1): full mode 6 s (the last cell's 6 s).
 # > * **You should see:** in section 2, the speed-up to GRPO's mean-curve peak from the mean curves and run by run.
 #
 # **Question.** The paper (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts
@@ -387,7 +388,7 @@ for ax, (v, ks) in zip(axes, SWEEPS.items()):
         f = [budget[v, h]["final"][k] for k in ks]
         ax.errorbar([x * dx for x in xs], [100 * m["mean"] for m in f], capsize=3, marker="o", label=f"after {h:g} h",
                     yerr=[[100 * (m["mean"] - m["lo"]) for m in f], [100 * (m["hi"] - m["mean"]) for m in f]])
-    ax.set_xscale("log", base=2); ax.set_xticks(xs, [str(x) for x in xs])
+    ax.set_xticks(xs, [str(x) for x in xs])  # linear axis: the plane and the two-time lines are straight in n and m
     ax.set_xlabel(f"{v} ({'m = 16' if v == 'n' else 'n = 64'})"); ax.legend(fontsize=8)
 axes[0].set_ylabel("GSM8K accuracy % (mean, 95% CI over runs)"); fig.suptitle("accuracy at fixed wall-clock budgets")
 plt.tight_layout(); plt.show()
@@ -441,10 +442,15 @@ assert all(b["versus"][MAXR]["seeds"]["lo"] > 0 and b["versus"][RAND]["seeds"]["
 # (6 h × 3600 / its steps at 6 h). The released configuration trains **one prompt per step**, which
 # generates n rollouts and updates on m, so a plane `seconds = c + b_n n + b_m m`, fitted by least
 # squares over the runs of the eight max-variance GSM8K settings (`P.fit_step_cost`), prices one more
-# generated rollout (b_n), one more kept rollout (b_m) and what a step costs besides (c). minipods' cost
-# model once derived its two lines from the paper's two step times alone (GRPO 7.5 s, PODS 10.1 s), with
-# 8 prompts a step and through zero (no fixed cost); we price every setting with both. It now holds this
-# plane (`minipods.measure.costmodel.L40S_FIT`, `paper_l40s_model`, used by the planner). The other tasks, models and rules are listed
+# generated rollout (b_n), one more kept rollout (b_m) and what a step costs besides (c). The simplest
+# model one could build instead uses the paper's two step times alone (GRPO 7.5 s, PODS 10.1 s): two
+# lines through zero, one prompt a step (as in the runs), a price per generated rollout from the
+# difference of the two steps, $b_r = (10.1 - 7.5) / (64 - 16)$, and a price per kept rollout from the
+# rest of GRPO's step, $(7.5 - 16\,b_r) / 16$, with no fixed cost. The cell prices every setting with
+# both, and the figure draws them on linear axes (the space both models are linear in, so their lines
+# are straight). The plane is the cost model minipods uses for the L40S
+# (`minipods.measure.costmodel.L40S_FIT`, `paper_l40s_model`, used by the planner; notebook 05 prices
+# a step with it, one prompt a step too). The other tasks, models and rules are listed
 # beside them (the plane is fitted to, and only priced for, the max-variance GSM8K settings).
 
 # %%
@@ -452,16 +458,18 @@ from minipods.measure import costmodel
 
 per_run = P.seconds_per_step(study)  # setting -> each run's seconds per step
 fit = P.fit_step_cost({k: per_run[k] for k in sweep_names})
-T = costmodel.PAPER_L40S  # the two step times: lines through zero, 8 prompts a step
-b_r = (T["pods_s"] - T["grpo_s"]) / (8 * (T["n"] - T["m"]))
-old = costmodel.CostModel(costmodel.Line(0.0, b_r), costmodel.Line(0.0, (T["grpo_s"] - 8 * T["m"] * b_r) / (8 * T["m"])))
+T = costmodel.PAPER_L40S  # the two step times: lines through zero, one prompt a step (as the runs)
+b_r = (T["pods_s"] - T["grpo_s"]) / (T["n"] - T["m"])
+old = costmodel.CostModel(costmodel.Line(0.0, b_r), costmodel.Line(0.0, (T["grpo_s"] - T["m"] * b_r) / T["m"]))
+assert abs(old.step_seconds(T["n"], T["m"], prompts=1)["pods"] - T["pods_s"]) < 1e-9  # it returns the paper's two steps
+assert abs(old.step_seconds(T["m"], T["m"], prompts=1)["pods"] - T["grpo_s"]) < 1e-9
 length = {k: np.mean([r["mean_length"] for r in rows if r["config"] == k and r["benchmark"] == "gsm8k"]) for k in settings}
 print(f"plane over {fit['runs']} runs: s/step = {fit['c']:.2f} + {fit['b_n']:.4f} n + {fit['b_m']:.4f} m (R² {fit['r2']:.3f})")
 print(f"  {'setting':22s} {'s/step [95% CI over runs]':>27s} | plane | two step times | GSM8K answer length")
 for k in settings:
     s, iv = P.setting(k), mean_interval(per_run[k])
     plane = f"{fit['c'] + fit['b_n'] * s['n'] + fit['b_m'] * s['m']:5.2f}" if k in sweep_names else "    -"
-    today = old.step_seconds(s["n"], s["m"], prompts=8)["pods"]  # its lines assume 8 prompts a step
+    today = old.step_seconds(s["n"], s["m"], prompts=1)["pods"]
     print(f"  {k:22s} {iv['mean']:8.2f} [{iv['lo']:5.2f}, {iv['hi']:5.2f}] | {plane} | {today:16.2f} | {length[k]:.0f} tokens")
 
 # %%
@@ -474,9 +482,9 @@ for ax, (vary, fixed, value) in zip(axes, (("n", "m", 16), ("m", "n", 64))):
     ax.plot(xs, [np.mean(per_run[k]) for k in ks], "o", color="k", ms=7, label="mean of 10 runs")
     grid = np.linspace(min(xs), max(xs), 50)
     ax.plot(grid, [fit["c"] + fit["b_" + vary] * x + fit["b_" + fixed] * value for x in grid], "-", label="plane fitted to all runs")
-    ax.plot(grid, [old.step_seconds(*((x, value) if vary == "n" else (value, x)), prompts=8)["pods"] for x in grid],
+    ax.plot(grid, [old.step_seconds(*((x, value) if vary == "n" else (value, x)), prompts=1)["pods"] for x in grid],
             "--", label="two step times (no fixed cost)")
-    ax.set_xscale("log", base=2); ax.set_xticks(xs, [str(x) for x in xs])
+    ax.set_xticks(xs, [str(x) for x in xs])  # linear axis: the plane and the two-time lines are straight in n and m
     ax.set_xlabel(f"{vary} ({fixed} = {value})"); ax.legend(fontsize=8)
 axes[0].set_ylabel("seconds per step (one L40S)"); fig.suptitle("what a step costs, from the checkpoints' step counts")
 plt.tight_layout(); plt.show()
@@ -491,12 +499,12 @@ print(f"one more generated rollout costs {fit['b_n']:.3f} s, one more kept rollo
       f"({fit['b_m'] / fit['b_n']:.1f}x), and a step {fit['c']:.1f} s besides: at n = 64 -> m = 16 generation is "
       f"{fit['b_n'] * 64:.1f} s, the kept rollouts' share {fit['b_m'] * 16:.1f} s, the fixed part {fit['c']:.1f} s")
 m2 = "GSM8K-512-64-2"
-print(f"the two step times price n = 64 -> m = 2 at {old.step_seconds(64, 2, prompts=8)['pods']:.1f} s; the runs took "
+print(f"the two step times price n = 64 -> m = 2 at {old.step_seconds(64, 2, prompts=1)['pods']:.1f} s; the runs took "
       f"{cost[m2]['mean']:.1f} s [{cost[m2]['lo']:.1f}, {cost[m2]['hi']:.1f}]: without a fixed cost, fewer kept rollouts look far cheaper than they are")
 print(f"other rules at n = 64 -> m = 16: random {cost[RAND]['mean']:.1f} s, max-reward {cost[MAXR]['mean']:.1f} s a step "
       f"(its answers are longer: {length[MAXR]:.0f} tokens against {length[PODS]:.0f}); Llama {cost['Llama-512-16-16-0.04']['mean'] / cost[GRPO]['mean']:.1f}x Qwen's GRPO step")
 assert len(inside) == len(sweep_names) and fit["r2"] > 0.9 and abs(cost[GRPO]["mean"] - 7.5) < 0.15 and abs(cost[PODS]["mean"] - 10.1) < 0.15
-assert old.step_seconds(64, 2, prompts=8)["pods"] < cost[m2]["lo"] and cost[MAXR]["lo"] > cost[PODS]["hi"]
+assert old.step_seconds(64, 2, prompts=1)["pods"] < cost[m2]["lo"] and cost[MAXR]["lo"] > cost[PODS]["hi"]
 assert all(abs(costmodel.paper_l40s_model().step_seconds(s["n"], s["m"])["pods"] - plane[k]) < 0.01  # the planner's lines
            for k, s in ((k, P.setting(k)) for k in sweep_names))
 

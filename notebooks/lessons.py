@@ -174,9 +174,10 @@ def plot_kept(r, rules: dict) -> None:
     ax.set_title(f"kept (blue) vs. left out (grey), n = {len(r)}, m = {m}"); plt.tight_layout(); plt.show()
 
 
-def plot_gradient_cosines(res: dict, ms, n: int) -> None:
+def plot_gradient_cosines(res: dict, ms, n: int, avg_cos: dict | None = None) -> None:
     """Section 8's figure from `gradients.compare_rules`: each rule's cosine to the full-n gradient per
-    non-silent pool (dots; the line their mean; random: its draws' 10-90% range as a bar) and its norm
+    non-silent pool (dots; the line their mean; random: its draws' 10-90% range as a bar; avg_cos, m ->
+    per-pool cosines of random's gradient averaged over its draws, as open diamonds) and its norm
     relative to the full-n gradient's."""
     import matplotlib.pyplot as plt
     import numpy as np
@@ -195,6 +196,13 @@ def plot_gradient_cosines(res: dict, ms, n: int) -> None:
                 d = res["m"][m]["random"]["cos_draws"][live].ravel()
                 a1.vlines(xm, np.nanpercentile(d, 10), np.nanpercentile(d, 90), color=colors[rule], lw=3, alpha=0.3)
         a2.plot(x, [res["m"][m][rule]["norm_ratio_mean"] for m in ms], "o-", color=colors[rule], label=rule)
+    if avg_cos is not None:
+        x = np.arange(len(ms)) + 0.16
+        a1.plot(x, [np.nanmean(avg_cos[m][live]) for m in ms], "D--", mfc="none", color="black",
+                label="random: its draws' average gradient")
+        for xm, m in zip(x, ms):
+            a1.scatter([xm] * int(live.sum()), avg_cos[m][live], marker="D", facecolors="none", color="black", s=14)
+    a1.legend(fontsize=8, loc="lower right")
     for a in (a1, a2):
         a.set_xticks(range(len(ms)), ms); a.set_xlabel(f"m kept of n = {n}"); a.grid(alpha=0.3)
     a2.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: clear of every point
