@@ -1,4 +1,4 @@
-.PHONY: setup test quick small notebooks exercises release colab-check gpu-check
+.PHONY: setup test quick small notebooks exercises release kit colab-check gpu-check
 setup:
 	bash scripts/setup.sh
 test:
@@ -19,6 +19,10 @@ exercises:
 OUT ?= student_edition
 release:
 	python notebooks/exercises.py --release $(OUT)
+# the class kit: slides for docs/teaching.md's 90-minute plan, a one-page handout, a rubric: `make kit OUT=folder`
+kit: OUT = class_kit
+kit:
+	python scripts/class_kit.py $(OUT)
 # Colab's install (requirements-colab.txt) in a fresh virtual environment with another torch: installs, minutes
 colab-check:
 	bash scripts/check_colab_install.sh
