@@ -11,6 +11,7 @@
 #
 # > * **You will learn:** (1) what a batch of rollouts holds: left-padded prompts, completions masked after their first EOS, rows grouped by prompt; (2) how the temperature sets how different a prompt's n rollouts are; (3) why n rollouts in one call cost far less than n calls (the roofline: memory-bound decoding).
 # > * **Comes first:** nothing (set-up: the README's "Start here").
+# > * **Background:** sampling from a softmax with a temperature (Goodfellow, Bengio, Courville, *Deep Learning*, Sec. 6.2.2.3; Holtzman et al. 2020, *The Curious Case of Neural Text Degeneration*, Sec. 3); a transformer decoder's KV cache and the roofline model (Williams, Waterman, Patterson 2009, *Roofline*, CACM 52(4)).
 # > * **Time here** (AMD EPYC family 25 model 1 (Zen 3), 2 cores, idle; `scripts/run_notebooks.py`, 2026-12-04): full mode 5 min 44 s, of it section 3 (batched generation) 1 min 51 s and section 5 (throughput against the batch) 3 min 4 s; small mode (as tests/test_notebooks.py runs it, one thread) 19 s.
 # > * **You should see:** in section 5, "16 sequences in one call cost ...x one sequence" with the throughput rising with B.
 #
@@ -217,6 +218,14 @@ check("01.2", completion_mask)
 # Diversity inside a group is what GRPO learns from: if all $n$ completions are alike, their rewards
 # are equal and every advantage is $0$ (notebook 02).
 
+# %% [markdown]
+# The cell below samples $k$ completions of one prompt at each temperature and measures how alike they
+# are: the distinct first tokens, and the mean number of leading tokens two completions share. Sampled
+# completions of 24 tokens are all distinct at either temperature (one differing token suffices), but
+# at $T = 0.5$ pairs share several leading tokens (the same opening, "Natalia sold 48 clips...") and a
+# single first token, while at $T = 1.2$ they part after about one token: lower $T$, more alike
+# (asserted in full mode).
+
 # %%
 with torch.no_grad(), generation_mode(model):
     enc = tok(prompts[0], return_tensors="pt", add_special_tokens=False)
@@ -232,13 +241,27 @@ for T in temps:
 assert entropies[0] < entropies[1] < entropies[2]
 
 # %%
-k, short = (3, 12) if SMALL else (6, 48)
+# Whole completions almost always differ once sampled, so counting distinct texts cannot show T's effect.
+# How alike two completions are: the number of leading tokens they share (mean over the k(k-1)/2 pairs).
+import itertools
+
+def shared_prefix(ids):
+    """Mean over pairs of rows of `ids` (k, C) of the length of their common first tokens."""
+    same = [int((a == b).long().cumprod(0).sum()) for a, b in itertools.combinations(ids, 2)]
+    return sum(same) / len(same)
+
+k, short = (4, 12) if SMALL else (8, 24)
+alike = {}
 for label, kw in [("greedy", dict(do_sample=False)), ("T=0.5", dict(temperature=0.5)), ("T=1.2", dict(temperature=1.2))]:
     torch.manual_seed(1)
     r = generate_rollouts(model, tok, prompts[:1], k, max_new_tokens=short, **kw)
-    print(f"{label:6s}: {len(set(r.texts))} distinct completions of {k}")
+    alike[label] = shared_prefix(r.completion_ids)
+    print(f"{label:6s}: {len(set(r.texts))} distinct completions of {k} | {len(set(r.completion_ids[:, 0].tolist()))} "
+          f"distinct first tokens | two completions share their first {alike[label]:.1f} tokens on average")
     if label == "greedy":
         assert len(set(r.texts)) == 1, "greedy decoding of one prompt must repeat itself"
+if not SMALL:  # the reading below (SMALL's random model has near-uniform logits: no effect to show)
+    assert alike["greedy"] > alike["T=0.5"] > 2 * alike["T=1.2"], alike
 
 # %% [markdown]
 # **Exercise 01.3 (observe).** The cell draws 1,000 next tokens from softmax(z / T) for eight made-up
@@ -356,6 +379,14 @@ for b in bench:
     print(f"B={B:2d}: decode step {1e3 * b['step_s']:6.1f} ms = matrix products {1e3 * mm[B]:6.1f} ms + rest "
           f"{1e3 * (b['step_s'] - mm[B]):6.1f} ms | roofline: weights {1e3 * t_mem:5.1f} ms, "
           f"arithmetic {1e3 * t_flop[B]:5.1f} ms -> {'memory' if t_mem > t_flop[B] else 'compute'}-bound")
+falls = [(a, b) for a, b in zip(bench, bench[1:]) if b["step_s"] < a["step_s"]]  # a larger B, a faster step?
+for a, b in falls:
+    print(f"B={a['B']} -> {b['B']}: the decode step falls {1e3 * a['step_s']:.1f} -> {1e3 * b['step_s']:.1f} ms; its "
+          f"matrix products go {1e3 * mm[a['B']]:.1f} -> {1e3 * mm[b['B']]:.1f} ms, the rest "
+          f"{1e3 * (a['step_s'] - mm[a['B']]):.1f} -> {1e3 * (b['step_s'] - mm[b['B']]):.1f} ms (timing noise: see below)")
+    assert b["step_s"] - mm[b["B"]] < a["step_s"] - mm[a["B"]] or mm[b["B"]] < mm[a["B"]]
+print("the decode step " + ("falls at " + ", ".join(f"B={a['B']} -> {b['B']}" for a, b in falls) if falls
+                            else "rises at every doubling of B"))
 
 # %% [markdown]
 # The crossover $B^*$ on this machine (float32: 4 bytes per weight), and the same formula fed with an
@@ -389,6 +420,11 @@ if not SMALL:  # derived from timings: checked on the full run only (the reading
 #   another routine than a product of two or more rows; on this CPU the matrix-matrix routine costs more
 #   per weight read when the rows are few. Past that switch, extra rows add little until the arithmetic
 #   catches up with the weight reading.
+# * Where the decode step comes out *faster* at a larger $B$ (the line "falls at" names any such step),
+#   it is not the weights getting cheaper: the step is derived, the fastest whole call minus the fastest
+#   prefill (from different rounds) divided by the steps, and its "rest" (attention, sampling, Python's
+#   dispatch) varies by tens of milliseconds between calls on a shared CPU. The lines above split the
+#   fall into the matrix products and the rest; read the trend over all $B$, not one neighbour pair.
 # * The prefill grows with $B$ all along (it processes $B \times$ the prompt's tokens), and past $B^*$ the
 #   roofline makes the decode step compute-bound: both keep the throughput below perfect scaling.
 

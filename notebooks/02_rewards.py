@@ -11,6 +11,7 @@
 #
 # > * **You will learn:** (1) how a completion is graded: the lenient answer extractor and the format reward; (2) GRPO's advantage (sample std) and why a group of equal rewards teaches nothing; (3) how often a group of n is silent: p^n + (1 − p)^n.
 # > * **Comes first:** 01.
+# > * **Background:** mean and the sample standard deviation (n − 1 in the denominator); GRPO's group-relative advantage (Shao et al. 2024, *DeepSeekMath*, Sec. 4.1); the probability that n independent trials all agree, p^n + (1 − p)^n.
 # > * **Time here** (AMD EPYC family 25 model 1 (Zen 3), 2 cores, idle; `scripts/run_notebooks.py`, 2026-12-04): full mode 2 min 18 s, most of it section 4's rollouts of SmolLM2-135M (2 min 11 s); small mode (as tests/test_notebooks.py runs it, one thread) 12 s.
 # > * **You should see:** in section 5, the advantage of the right answer in rewards [1, 0, 0, 0]: 1.500, not np.std's 1.732.
 #
@@ -21,6 +22,15 @@
 #
 # $$r = \underbrace{\mathbb 1[\text{extracted answer} = \text{gold}]}_{\text{correctness},\ 0\text{ or }1}
 # \;+\; \underbrace{0.025 \times \#\{\text{well-placed tags}\}}_{\text{format},\ 0\ldots0.1}.$$
+#
+# **What matches the authors' reward and what differs** (docs/training.md, "`--preset paper`", the
+# reward row). The same: a correctness term of 1.0 that dominates, graded leniently (the `<answer>`
+# block or else the last number in the text), plus a small format bonus of 0.025 per tag. Different: the
+# authors check correctness with the `math_verify` library (symbolic equivalence; minipods compares
+# normalised numbers, enough for GSM8K's integer answers), and their format part adds up to 0.1 for a
+# strict `<think>…</think><answer>…</answer>` layout (minus 0.01 per extra character), so their reward
+# reaches 1.2 where minipods' reaches 1.1 (tags `<reasoning>`/`<answer>`). Since the down-sampling rule
+# mostly separates correct from wrong answers, the correctness term, lenient in both, is what matters.
 #
 # This notebook: the GSM8K answer format, extracting the final number from real and adversarial
 # completions, the format reward, the reward distribution of a group, and why a group whose rewards are
@@ -85,7 +95,7 @@ print({raw: normalize_number(raw) for raw in ["1,080", "$5.50", "-0", "72.", "00
 # ## 2. Extracting the answer
 #
 # The system prompt asks for `<reasoning>…</reasoning><answer>…</answer>`. Small models rarely comply,
-# so grading is lenient (the package follows the paper here): `extract_answer` tries, in order,
+# so grading is lenient (as the authors' is; their parser is `math_verify`, see above): `extract_answer` tries, in order,
 #
 # 1. the **last complete** `<answer>…</answer>` block — the number in its `\boxed{}` if any, else its
 #    last number;

@@ -11,6 +11,7 @@
 #
 # > * **You will learn:** (1) the exchange lemma: the best m of n rewards are the k lowest plus the m − k highest; (2) the O(n log n) k-scan, checked against brute force; (3) what each rule keeps of the gradient, and why PODS is silent only when all n agree.
 # > * **Comes first:** 02.
+# > * **Background:** mean, variance and the sample standard deviation; GRPO's group-standardised advantage (Shao et al. 2024, *DeepSeekMath*, Sec. 4.1); the cosine between two vectors as "how much of a direction is kept".
 # > * **Time here** (AMD EPYC family 25 model 1 (Zen 3), 2 cores, idle; `scripts/run_notebooks.py`, 2026-12-04): full mode 3 min 50 s, of it section 8 (SmolLM2's rollouts and per-rollout gradients) 3 min 38 s; small mode (as tests/test_notebooks.py runs it, one thread) 44 s.
 # > * **You should see:** in section 5, "max_variance == brute force on ... (group, m) cases".
 #
@@ -493,7 +494,7 @@ for m8 in MS8:
 # to the full-$n$ gradient's (right). Below the figure, the cell states and checks the comparison per $m$.
 
 # %%
-lessons.plot_gradient_cosines(res, MS8, N8)
+lessons.plot_gradient_cosines(res, MS8, N8, avg_cos)  # black diamonds: random's average over its draws
 if not live.any():
     print("every pool is silent (all rewards equal): no gradient to keep -- rerun with more prompts or rollouts")
 for m8 in MS8:
@@ -508,6 +509,11 @@ for m8 in MS8:
     assert np.all(mv > one) and np.all(avg > mv)  # on every pool: more than one draw keeps, less than the draws' average
     assert all(np.all(kept_var[m8]["max_variance"][live] >= kept_var[m8][rule][live] - 1e-12) for rule in gradients.RULES)
     assert np.all(norm_ratio[m8][live] > 1)  # on every pool a larger gradient than the full pool's (below)
+from minipods.grpo import group_advantages
+
+adv2 = group_advantages(torch.tensor([1.0, 0.0]), torch.tensor([0, 0]))  # m = 2 kept: one right, one wrong
+print(f"m = 2, rewards (1, 0): advantages {adv2[0]:+.2f}, {adv2[1]:+.2f} ((r - mean) / sample std, std = 1/sqrt(2))")
+assert torch.allclose(adv2, torch.tensor([0.5, -0.5]) * 2 ** 0.5, atol=1e-3)
 
 # %% [markdown]
 # How to read it. The three rules keep the same *number* of rollouts but not the same signal.
@@ -520,10 +526,11 @@ for m8 in MS8:
 # * **Max-variance is biased away from the full-$n$ gradient.** The random rule's gradient averaged over
 #   its draws points almost exactly along the full-$n$ gradient (not exactly: each draw re-standardises
 #   its advantages by its own std, and a silent draw contributes nothing), while max-variance's gradient
-#   is off it at every $m$: the "random, mean of 200" cosine is above max-variance's on every pool (both
-#   printed above, and asserted). The reason is what it keeps: the extremes. With one correct answer
+#   is off it at every $m$: the "random, mean of 200" cosine (the figure's black diamonds) is above
+#   max-variance's (blue) on every pool (both printed above, and asserted). The reason is what it keeps: the extremes. With one correct answer
 #   among $n$, $m = 2$ keeps that answer and one particular wrong answer (the first in sort order) with
-#   advantages $\pm 1$, where the full-$n$ gradient contrasts the correct answer with *all* the wrong
+#   advantages $\pm 1/\sqrt{2} \approx \pm 0.71$ (the sample std of two rewards 1 and 0 is $1/\sqrt{2}$;
+#   printed and asserted above), where the full-$n$ gradient contrasts the correct answer with *all* the wrong
 #   ones. And its error is not noise that averages away: on a given pool it keeps the same subset every
 #   time. Training takes one subset per step, not the average, so against what a step actually uses
 #   max-variance wins; but it is not an estimate of the full-$n$ update.
@@ -533,7 +540,7 @@ for m8 in MS8:
 #   construction, asserted), not the full-$n$ direction. Whether that biased but strong update trains
 #   better than a nearly unbiased but noisy one is an empirical question, which notebook 05 and the studies in
 #   docs/results.md measure.
-# * **Norms**: a kept group of $m$ balanced rewards gives each rollout an advantage of about $\pm 1$ and
+# * **Norms**: a kept group of $m$ balanced rewards gives each rollout an advantage of $\pm\sqrt{(m-1)/m}$ (0.71 at $m = 2$, 0.94 at $m = 8$) and
 #   divides by the tokens of $m$ rollouts, not $n$, so a non-silent subset's gradient is typically *larger*
 #   than the full pool's (for max-variance: on every pool here, asserted); a large norm with a cosine below 1 is a strong push
 #   partly in another direction.

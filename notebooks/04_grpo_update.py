@@ -11,6 +11,7 @@
 #
 # > * **You will learn:** (1) advantages on the kept subset and the clipped surrogate; (2) three ways to average over tokens (DeepSeekMath's GRPO, DAPO, Dr. GRPO) and whom each weighs; (3) why update time grows with m while activation memory is capped by the micro-batch; QLoRA and the planner.
 # > * **Comes first:** 03.
+# > * **Background:** PPO's probability ratio and clipped objective (Schulman et al. 2017, *Proximal Policy Optimization Algorithms*, Sec. 3); LoRA's low-rank adapters (Hu et al. 2021, *LoRA*, Sec. 4); gradient accumulation over micro-batches; 4-bit quantisation of weights (Dettmers et al. 2023, *QLoRA*, Sec. 2).
 # > * **Time here** (AMD EPYC family 25 model 1 (Zen 3), 2 cores, idle; `scripts/run_notebooks.py`, 2026-12-04): full mode 6 min 33 s, of it section 4 (repeated updates) 4 min 11 s; small mode (as tests/test_notebooks.py runs it, one thread) 14 s.
 # > * **You should see:** in section 3, the KL to the reference 0 before the update and above 0 after, and the largest change of a LoRA B entry equal to the learning rate.
 #
@@ -300,6 +301,10 @@ cos = {(a, b): cosine(grads[a], grads[b]) for i, a in enumerate(names) for b in 
 print("\n".join(f"cosine({a}, {b}) = {c:+.3f}" for (a, b), c in cos.items()))
 # the sequence-level loss is exactly 0 at rho = 1 (advantages sum to 0 in each group); its gradient is not
 assert abs(float(variants["sequence-level (DeepSeekMath)"][0].detach())) < 1e-5
+assert float(grads["sequence-level (DeepSeekMath)"].norm()) > 0
+print("sequence-level: loss 0 with a non-zero gradient. At beta = 0 on one on-policy step every ratio is 1, so the "
+      "loss is -(1/G) sum_i A_i (each row's token mean of 1 is 1), and the advantages sum to 0 in each group; "
+      "its gradient is -(1/G) sum_i A_i times the mean of grad log pi over row i's tokens, which is not 0")
 fmt_rows, cor_rows = batch.group == 1, batch.group == 0
 print(f"largest |advantage|: correctness group {float(adv_std[cor_rows].abs().max()):.2f} (std) vs "
       f"{float(adv_dr[cor_rows].abs().max()):.3f} (Dr. GRPO); format-only group {float(adv_std[fmt_rows].abs().max()):.2f} "
@@ -311,7 +316,15 @@ print("all kept rollouts have the same length: sequence- and token-level coincid
       f"kept lengths range from {int(lens.min())} to {int(lens.max())} tokens: sequence- and token-level weigh rows differently")
 
 # %% [markdown]
-# **Reading the gradients.** Sequence- and token-level use the same advantages and differ only in how the
+# **Reading the gradients.** A loss of exactly 0 with a non-zero gradient (the sequence-level line) is
+# not a bug. With $\beta = 0$ and one on-policy step, every ratio $\rho_{i,t}$ is 1 and nothing is
+# clipped, so the sequence-level loss is $-\frac1G\sum_i A_i \frac{1}{|o_i|}\sum_t 1 = -\frac1G\sum_i A_i
+# = 0$, because the advantages sum to 0 within each group. Its gradient is $-\frac1G\sum_i A_i
+# \frac{1}{|o_i|}\sum_t \nabla\log\pi_{i,t}$: the same weights times *different* vectors, which do not
+# cancel. The value of a policy-gradient loss says nothing; its derivative is the update. (The
+# token-level and Dr. GRPO losses are not 0 only because they weigh rows by their lengths.)
+#
+# Sequence- and token-level use the same advantages and differ only in how the
 # lengths reweight rows (by at most the ratio of the longest to the shortest kept answer), so their
 # gradients point most nearly the same way: theirs is the largest of the three cosines printed above.
 #
@@ -530,8 +543,16 @@ assert abs(at_micro["act_upd"] - at_micro["act_all"]) < 0.05 * at_micro["act_all
 # process's peak memory with repeats and fitted slopes.)
 
 # %%
-slope, icept, r2 = fit_linear(ms, [c["t_min"] for c in cost])
-print(f"update seconds (min of {REPEATS}) = {icept:.2f} + {slope:.3f} x m, R² = {r2:.3f}")
+t_min = np.array([c["t_min"] for c in cost])
+slope, icept, r2 = fit_linear(ms, t_min)
+print(f"free line: update seconds (min of {REPEATS}) = {icept:.2f} + {slope:.3f} x m, R² = {r2:.3f}")
+if icept < 0:  # a negative fixed cost is no cost at all: fit with the intercept held at 0 (its nearest allowed value)
+    x = np.asarray(ms, float)
+    slope, icept = float(x @ t_min / (x @ x)), 0.0
+    r2 = 1 - float(((t_min - slope * x) ** 2).sum() / ((t_min - t_min.mean()) ** 2).sum())
+    print(f"intercept held >= 0 (the free line's is negative): update seconds = {slope:.3f} x m, R² = {r2:.3f}; "
+          "padded widths by m: " + ", ".join(f"m={c['m']} {c['shape'][1]}" for c in cost))
+assert icept >= 0  # the line drawn below has no negative fixed cost
 # section 3's single update against these, per token position (rows x padded width) of the update
 f = first_update
 here = [c for c in cost if c["m"] >= micro]  # full micro-batches, as section 3's
@@ -546,6 +567,16 @@ if not SMALL:  # a wall-clock claim: checked on the full run only
 lessons.plot_update_cost(cost, REPEATS, (slope, icept, r2), micro)
 
 # %% [markdown]
+# **The fitted line.** An update's time has a fixed part (the optimizer step over the LoRA weights,
+# Python's overheads) and a part per kept row, so a line $a + b\,m$ with $a \ge 0$ is the model. A free
+# least-squares line through these points can come out with $a < 0$ (the cell then prints a second,
+# constrained line below the "free line"): not a negative cost, but curvature at small $m$. Below $m$ = `micro` the
+# one micro-batch holds $m$ rows padded to the longest of them, so a row costs less at $m = 1, 2$ than in
+# the full micro-batches from $m$ = `micro` on (the padded widths are printed); the cheap first points
+# tilt a straight line down to a negative intercept. The cell therefore fits with the intercept held at
+# or above 0 (a negative free intercept is replaced by the least-squares line through the origin) and
+# draws that line; the assert keeps it non-negative.
+#
 # **Section 3's update against these.** Section 3 timed one update of the same kind (its kept rows in
 # micro-batches of 4) once, as a single wall-clock reading; here each $m$ is the fastest of `REPEATS`.
 # The cell's last line puts them side by side per token position (rows × padded width, what a forward
