@@ -321,3 +321,66 @@ def test_an_answer_that_mutates_its_input_cannot_fool_the_check(ex_id):
     assert run_check(ex_id, right_then_scramble)[0] is True, ex_id
     if any(mutated):
         assert run_check(ex_id, scramble_then_answer)[0] is False, ex_id
+
+
+def mask_first_eos_id_only(ids, eos):
+    return SOLUTIONS["01.2"](ids, list(eos)[:1])
+
+
+def mask_resumes_after_eos(ids, eos):
+    is_eos = torch.isin(ids, torch.tensor(eos)).int()
+    return ((is_eos.cumsum(1) - is_eos == 0) | (is_eos == 0)).long()
+
+
+def advantages_nan_on_equal(rewards, n, kept):
+    r = np.asarray(rewards, float)
+    with np.errstate(all="ignore"):
+        return np.array([(r[k] - r[[j for j in kept if j // n == k // n]].mean()) / r[[j for j in kept if j // n == k // n]].std(ddof=1)
+                         for k in kept])
+
+
+def n_max_ignoring_free_rollouts(cm, m, prompts, gain):
+    t_grpo = cm.fixed + cm.rollout(prompts * m) + cm.update(prompts * m)
+    return (gain * t_grpo - cm.fixed - cm.update(prompts * m) - cm.rollout.a) / ((cm.rollout.b or 1e-12) * prompts)
+
+
+def averaged_past_budget(curve, budget):
+    return SOLUTIONS["06.5"](curve, max(budget, curve[-1][0]))
+
+
+BROKEN = [  # (exercise, the rule of E.RULES it breaks, a version breaking it)
+    ("01.1", "pads get no position", positions_counting_pads), ("01.1", "the first real token is position 0", positions_off_by_one),
+    ("01.2", "the first EOS is kept", mask_without_eos), ("01.2", "every token after the first EOS is 0", mask_resumes_after_eos),
+    ("01.2", "any id in eos_ids ends the row", mask_first_eos_id_only),
+    ("02.1", "an <answer> block wins over other numbers", extract_last_number), ("02.1", "numbers are normalised", extract_unnormalised),
+    ("02.2", "a tag earns only when it occurs exactly once", fmt_counting_present),
+    ("03.2", "not the top m", top_m), ("03.2", "every k = 0..m is scanned", fixed_half),
+    ("03.3", "normalise over the kept rows only", advantages_over_all_n), ("03.3", "sample std (divisor m - 1)", advantages_population_std),
+    ("03.3", "equal kept rewards give 0, never NaN", advantages_nan_on_equal),
+    ("04.3", "grpo: each completion's token mean, then the mean", token_mean_always), ("04.3", "padding is not counted", padding_counted),
+    ("05.1", "one difference per seed, not pooled", pooled_interval), ("05.1", "Student's t with k - 1 df", z_interval),
+    ("05.3", "the fixed cost belongs to both steps", n_max_without_fixed), ("05.3", "P x n rollouts a step", n_max_without_prompts),
+    ("05.3", "a free rollout line: every n pays (inf)", n_max_ignoring_free_rollouts),
+    ("06.2", "two-sided", sign_flip_one_sided), ("06.2", "ties count (>=)", sign_flip_strict),
+    ("06.4", "within one standard error counts", reach_without_tolerance), ("06.4", "the first evaluation that reaches it", reach_last),
+    ("06.5", "trapezoids between evaluations", averaged_as_steps), ("06.5", "weighted by time, not a plain mean", averaged_plain_mean),
+    ("06.5", "stop at the budget", averaged_past_budget),
+]
+
+
+def test_every_rule_of_every_implement_check_is_written_down_and_broken_once():
+    implement = {ex.id for ex in E.EXERCISES.values() if ex.kind == "implement"}
+    assert set(E.RULES) == implement
+    assert {(e, r) for e, r, _ in BROKEN} == {(e, r) for e, rules in E.RULES.items() for r in rules}
+
+
+@pytest.mark.parametrize("ex_id,rule,answer", BROKEN, ids=[f"{e}-{r}" for e, r, _ in BROKEN])
+def test_a_version_breaking_a_rule_is_rejected(ex_id, rule, answer):
+    ok, line = run_check(ex_id, answer)
+    assert ok is False and line.startswith(f"✗ {ex_id} "), (rule, line)
+
+
+def test_a_predict_answer_equally_right_under_the_maths_is_accepted():
+    ok, line = run_check("03.1", 2)  # 2 or 3 right answers of 5: the same variance, 0.24; the package keeps 3
+    assert ok is True and "same variance" in line and "tie-break" in line, line
+    assert run_check("03.1", 4)[0] is False and run_check("03.1", 3)[0] is True
