@@ -964,7 +964,10 @@ def _interval_hint(st, diffs, mean, lo, hi) -> str:
     if abs(half - t * d.std(ddof=0) / math.sqrt(k)) < 2e-3:
         return "use the sample sd (divisor k - 1), not the population sd"
     pooled = np.mean(np.concatenate([b for _, b in st.values()])) - np.mean(np.concatenate([a for a, _ in st.values()]))
-    if abs(mean - pooled) < 1e-9 and abs(pooled - d.mean()) > 1e-6 or sd == 0 < half:
+    if sd == 0 < half:  # say what the check saw, not a guess at why
+        return f"these {k} per-seed differences are all equal, so their t-interval has width 0; yours is " \
+               f"{hi - lo:.3f} wide: is it computed over the k per-seed differences (a pooled interval is not)?"
+    if abs(mean - pooled) < 1e-9 and abs(pooled - d.mean()) > 1e-6:
         return "a pooled interval counts every question as independent; the run (seed) is the unit: one difference " \
                "per seed, then the t-interval over those k differences"
     return "mean ± t975(k - 1) x sd / sqrt(k), over the k per-seed differences"
