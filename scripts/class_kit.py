@@ -192,11 +192,12 @@ def rubric() -> str:
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or args[0].startswith("-"):
-        print("usage: python scripts/class_kit.py OUT", file=sys.stderr)
+        print("scripts/class_kit.py: error: takes one argument, the output folder (python scripts/class_kit.py OUT)",
+              file=sys.stderr)
         return 2
     out = Path(args[0])
     if out.exists() and not out.is_dir():
-        print(f"class_kit: {out} exists and is not a folder", file=sys.stderr)
+        print(f"scripts/class_kit.py: error: {out} exists and is not a folder", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
     (out / "slides.md").write_text(slides(out))

@@ -25,6 +25,7 @@ COMMANDS = {
     "scripts/trl_pods.py": lambda: load_script("trl_pods").main,
     "scripts/logprob_memory.py": lambda: load_script("logprob_memory").main,
     "notebooks/exercises.py": lambda: load_exercises().main,
+    "scripts/class_kit.py": lambda: load_script("class_kit").main,
 }
 
 
@@ -109,6 +110,8 @@ CASES = [
     ("scripts/trl_pods.py", ["--pods_m", "two"], "argument --pods_m/--pods-m: invalid int value: 'two'"),
     ("scripts/logprob_memory.py", ["--logprob-batch", "0"], "--logprob-batch must be >= 1, got 0"),
     ("notebooks/exercises.py", ["--release"], "--release takes one argument, the output folder"),
+    ("scripts/class_kit.py", [], "takes one argument, the output folder"),
+    ("scripts/class_kit.py", ["--out", "kit"], "takes one argument, the output folder"),
     ("notebooks/exercises.py", ["--grade", "--out", "g.csv"], "no submission given"),
     ("notebooks/exercises.py", ["--grade", "alice.ipynb", "--out", "g.csv"], "submission alice.ipynb does not exist"),
     ("notebooks/exercises.py", ["--grade", "."], "--out CSV is required"),
