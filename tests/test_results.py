@@ -209,7 +209,7 @@ def test_summary_names_each_pricing_and_gives_time_to_target_under_both(tmp_path
     md = (tmp_path / "summary.md").read_text()
     assert "Update pricing (config.json): `grpo` skip_silent, `pods` skip_silent." in md
     # grpo reaches its plateau (0.6) at step 2: 5.2 s as run, 8.0 s re-priced; pods at step 1, 4 s both ways
-    assert "| pods | 1/1; 4 s, 1.0 steps | 1.30x (1/1 seeds, 0 censored) | 1/1; 4 s, 1.0 steps | 2.00x (1/1 seeds, " \
+    assert "| pods | 1/1; 4 s, 1.0 steps | 1.30x (1 of 1 seeds, 0 censored) | 1/1; 4 s, 1.0 steps | 2.00x (1 of 1 seeds, " \
            "0 censored) |" in md
     assert "| grpo | 1/1; 5 s, 2.0 steps | - | 1/1; 8 s, 2.0 steps | - |" in md
     assert "| arm | as run | speed-up as run | re-priced to every_row (estimate from per-row costs) |" in md
