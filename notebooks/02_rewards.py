@@ -215,9 +215,9 @@ check("02.3", reward_without_opening_reasoning)
 # nearly every group has zero variance. The figure cannot show rewards that vary within a group when the
 # model does not produce them: it shows that, for a model this weak, the silent group is the common case,
 # not the exception, which is exactly why section 5 matters and why PODS generates many rollouts per
-# prompt. (Rewards start to vary once training raises the pass rate: notebook 05 counts silent groups step
-# by step; notebook 03 draws 16 rollouts per question to find a few mixed groups.) The cell counts, for
-# this run, the rollouts that were right and those that earned any format reward.
+# prompt. (Rewards start to vary once training raises the pass rate: the end of this section reads the
+# groups of real training runs; notebook 03 draws 16 rollouts per question to find a few mixed groups.) The
+# cell counts, for this run, the rollouts that were right and those that earned any format reward.
 #
 # The rollouts come from `minipods.fast.rollouts`, the package's **fast engine**: the contract of the
 # plain `minipods.rollouts.generate_rollouts` (same arguments, same `Rollouts` out, the same distribution
@@ -275,6 +275,34 @@ if not SMALL:  # the prose above, on SmolLM2 (the tiny random model of SMALL mod
     assert silent_all >= P, "the prose says most groups are silent"
     assert int((rewards["GSM8K"].max(1).values < 1).sum()) > P // 2, "the prose says GSM8K is hardly ever solved"
     assert sum(k for k, _ in fires.values()) <= P * n // 4, "the prose says the model is right on very few rollouts"
+
+# %% [markdown]
+# **Mixed groups, from real training runs.** The groups above come from the untrained model. The class
+# study (`studies/class12`, 12 seeds, read in notebook 05) trained the same model with GRPO on GSM8K, one
+# question and $n = 4$ rollouts a step, and each step's row of `metrics.jsonl` records the share of its
+# rollouts that were right (`correct_frac`). With one question a step that share *is* the group: $k$ right
+# of 4 means rewards $k$ ones and $4-k$ zeros (plus format bonuses, which these runs hardly ever earned).
+# The figure counts, per seed, the steps whose group had 0, 1, 2, 3 or 4 right answers: the middle three
+# are **mixed groups**, the only ones that move GRPO; 0 and 4 are silent.
+
+# %%
+import json
+from collections import Counter
+from minipods.analysis import results
+
+study = Path(minipods.__file__).resolve().parent.parent / "studies" / "class12"
+meta = results.read_json(study / "comparison.json")
+runs = {seed: arms["grpo"] for seed, arms in results.seed_dirs(study, meta).items()}  # seed -> GRPO run folder
+cfg = results.read_config(runs[0])
+assert cfg["prompts_per_step"] == 1 and cfg["n"] == 4, "one group a step: correct_frac * n is the group's count"
+right = {seed: [round(r["correct_frac"] * cfg["n"]) for r in map(json.loads, open(run / "metrics.jsonl")) if "correct_frac" in r]
+         for seed, run in runs.items()}  # seed -> per step, right answers of the group's 4
+counts = {seed: Counter(ks) for seed, ks in right.items()}
+lessons.plot_right_of_n(counts, cfg["n"])
+mixed = {seed: sum(c[k] for k in range(1, cfg["n"])) / sum(c.values()) for seed, c in counts.items()}
+print("share of steps with a mixed group, per seed:", " ".join(f"{mixed[s]:.2f}" for s in sorted(mixed)))
+print(f"seeds: median {np.median(list(mixed.values())):.2f}, range {min(mixed.values()):.2f} to {max(mixed.values()):.2f}")
+assert all(v > 0.2 for v in mixed.values()), "the prose says every run trains on mixed groups"
 
 # %% [markdown]
 # ## 5. Zero-variance groups carry no GRPO signal

@@ -396,8 +396,8 @@ check("03.4", seeds_without_correct)
 #
 # **Settings: the `--small` preset's, not the paper's.** Notebooks 01 and 02 sample as the paper does
 # (LoRA rank 64, temperature 0.9). This section asks what each rule keeps of the update that the
-# repository's CPU runs apply (`python -m minipods.train --small`, whose comparison notebook 05 runs, and
-# `--preset laptop`), so the model is set up as they set it (`minipods.presets.PRESETS["small"]`, printed
+# repository's CPU runs apply (`python -m minipods.train --small`, and `--preset laptop` and `--preset class`,
+# whose studies notebook 05 reads), so the model is set up as they set it (`minipods.presets.PRESETS["small"]`, printed
 # below): LoRA rank 16 with alpha 32, their CPU-sized adapter, and temperature 0.7, because sampled at 0.9
 # the 135M model rarely finishes a correct answer (the preset's own note): most pools would be all wrong,
 # silent, with no gradient to compare. The gradients take the log-probabilities at that temperature, as the update does.

@@ -577,7 +577,7 @@ assert "GSM8K-trained, on MATH500" in clear_end and "Llama, on GSM8K" in slower
 #
 # Beside final accuracy and time to target, the table gives the **time-averaged accuracy**: the area
 # under accuracy against training time from 0 to the budget (6 h; 900 s), divided by the budget
-# (`minipods.analysis.summary.time_averaged`; notebook 05, section 8b, computes one by hand). It uses every
+# (`minipods.analysis.summary.time_averaged`; notebook 05, section 4, computes one by hand). It uses every
 # evaluation and needs no target, grid or censoring. It is **post hoc** for both studies: the paper does
 # not use it, and it was chosen here after both studies' runs had been seen, so its intervals describe
 # these runs rather than test a hypothesis fixed in advance. The spread over runs of each per-run

@@ -99,6 +99,26 @@ def plot_group_rewards(rewards: dict, silent: dict, fires: dict):
     plt.tight_layout(); plt.show()
 
 
+def plot_right_of_n(counts: dict, n: int):
+    """Notebook 02's section 4, training runs: per seed, its steps split by the group's right answers (0..n).
+    counts: seed -> Counter {right answers: steps}; 1..n-1 are mixed groups (hatched bars are silent)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    seeds = sorted(counts)
+    fig, ax = plt.subplots(figsize=(9, 3.8))
+    left = np.zeros(len(seeds))
+    for k in range(n + 1):
+        width = np.array([counts[s][k] for s in seeds], float)
+        ax.barh(range(len(seeds)), width, left=left, hatch="//" if k in (0, n) else None,
+                color=plt.cm.viridis(k / n), edgecolor="white", label=f"{k} of {n} right" + (" (silent)" if k in (0, n) else ""))
+        left += width
+    ax.set_yticks(range(len(seeds)), [f"seed {s}" for s in seeds]); ax.invert_yaxis()
+    ax.set_xlabel("training steps (one question, one group of rollouts each)")
+    ax.set_title("the class study's GRPO runs: each step's group, by right answers")
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8); plt.tight_layout(); plt.show()
+
+
 def plot_silent_probability(ns=(4, 16, 64)):
     """Notebook 02's section 5: P[all n rewards equal] = p^n + (1-p)^n against p, one curve per n."""
     import matplotlib.pyplot as plt
