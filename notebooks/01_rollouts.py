@@ -12,7 +12,7 @@
 # > * **You will learn:** (1) what a batch of rollouts holds: left-padded prompts, completions masked after their first EOS, rows grouped by prompt; (2) how the temperature sets how different a prompt's n rollouts are; (3) why n rollouts in one call cost far less than n calls (the roofline: memory-bound decoding).
 # > * **Comes first:** nothing (set-up: the README's "Start here").
 # > * **Background:** sampling from a softmax with a temperature (Goodfellow, Bengio, Courville, *Deep Learning*, Sec. 6.2.2.3; Holtzman et al. 2020, *The Curious Case of Neural Text Degeneration*, Sec. 3); a transformer decoder's KV cache and the roofline model (Williams, Waterman, Patterson 2009, *Roofline*, CACM 52(4)).
-# > * **Time here** (AMD EPYC family 25 model 1 (Zen 3), 2 cores, idle; `scripts/run_notebooks.py`, 2026-12-04): full mode 5 min 44 s, of it section 3 (batched generation) 1 min 51 s and section 5 (throughput against the batch) 3 min 4 s; small mode (as tests/test_notebooks.py runs it, one thread) 19 s.
+# > * **Time here** (written by `scripts/run_notebooks.py` from the run that made this page, 2026-12-05: AMD EPYC, cpu family 23 model 1, 2 threads): full mode 12 min 39 s (the last cell's 759 s), of it section 3 (batched generation, left padding and masks) 5 min 17 s and section 5 (why inference is cheap to parallelise) 6 min 22 s.
 # > * **You should see:** in section 5, "16 sequences in one call cost ...x one sequence" with the throughput rising with B.
 #
 # **Question.** Why is generating many rollouts per prompt cheap, and what exactly does a batch of rollouts hold?

@@ -12,7 +12,7 @@
 # > * **You will learn:** (1) how a completion is graded: the lenient answer extractor and the format reward; (2) GRPO's advantage (sample std) and why a group of equal rewards teaches nothing; (3) how often a group of n is silent: p^n + (1 − p)^n.
 # > * **Comes first:** 01.
 # > * **Background:** mean and the sample standard deviation (n − 1 in the denominator); GRPO's group-relative advantage (Shao et al. 2024, *DeepSeekMath*, Sec. 4.1); the probability that n independent trials all agree, p^n + (1 − p)^n.
-# > * **Time here** (AMD EPYC family 25 model 1 (Zen 3), 2 cores, idle; `scripts/run_notebooks.py`, 2026-12-04): full mode 2 min 18 s, most of it section 4's rollouts of SmolLM2-135M (2 min 11 s); small mode (as tests/test_notebooks.py runs it, one thread) 12 s.
+# > * **Time here** (written by `scripts/run_notebooks.py` from the run that made this page, 2026-12-05: AMD EPYC, cpu family 23 model 1, 2 threads): full mode 3 min 3 s (the last cell's 183 s), of it section 4 (rewards of real groups) 3 min 2 s.
 # > * **You should see:** in section 5, the advantage of the right answer in rewards [1, 0, 0, 0]: 1.500, not np.std's 1.732.
 #
 # **Question.** How is a rollout scored, and when does a group of rollouts carry no learning signal?

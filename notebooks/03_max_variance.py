@@ -12,7 +12,7 @@
 # > * **You will learn:** (1) the exchange lemma: the best m of n rewards are the k lowest plus the m − k highest; (2) the O(n log n) k-scan, checked against brute force; (3) what each rule keeps of the gradient, and why PODS is silent only when all n agree.
 # > * **Comes first:** 02.
 # > * **Background:** mean, variance and the sample standard deviation; GRPO's group-standardised advantage (Shao et al. 2024, *DeepSeekMath*, Sec. 4.1); the cosine between two vectors as "how much of a direction is kept".
-# > * **Time here** (AMD EPYC family 25 model 1 (Zen 3), 2 cores, idle; `scripts/run_notebooks.py`, 2026-12-04): full mode 3 min 50 s, of it section 8 (SmolLM2's rollouts and per-rollout gradients) 3 min 38 s; small mode (as tests/test_notebooks.py runs it, one thread) 44 s.
+# > * **Time here** (written by `scripts/run_notebooks.py` from the run that made this page, 2026-12-05: AMD EPYC, cpu family 23 model 1, 2 threads): full mode 8 min 39 s (the last cell's 519 s), of it section 8 (what each rule keeps of the gradient) 8 min 29 s.
 # > * **You should see:** in section 5, "max_variance == brute force on ... (group, m) cases".
 #
 # **Question.** Which m of the n rollouts should the update keep, how is the max-variance subset found fast, and how much of the full-n gradient does each rule keep?

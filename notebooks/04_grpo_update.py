@@ -12,7 +12,7 @@
 # > * **You will learn:** (1) advantages on the kept subset and the clipped surrogate; (2) three ways to average over tokens (DeepSeekMath's GRPO, DAPO, Dr. GRPO) and whom each weighs; (3) why update time grows with m while activation memory is capped by the micro-batch; QLoRA and the planner.
 # > * **Comes first:** 03.
 # > * **Background:** PPO's probability ratio and clipped objective (Schulman et al. 2017, *Proximal Policy Optimization Algorithms*, Sec. 3); LoRA's low-rank adapters (Hu et al. 2021, *LoRA*, Sec. 4); gradient accumulation over micro-batches; 4-bit quantisation of weights (Dettmers et al. 2023, *QLoRA*, Sec. 2).
-# > * **Time here** (AMD EPYC family 25 model 1 (Zen 3), 2 cores, idle; `scripts/run_notebooks.py`, 2026-12-04): full mode 6 min 33 s, of it section 4 (repeated updates) 4 min 11 s; small mode (as tests/test_notebooks.py runs it, one thread) 14 s.
+# > * **Time here** (written by `scripts/run_notebooks.py` from the run that made this page, 2026-12-05: AMD EPYC, cpu family 23 model 1, 2 threads): full mode 13 min 2 s (the last cell's 782 s), of it section 2 (the objective) 2 min 35 s and section 3 (one real update, and the KL through the disabled adapter) 1 min 17 s and section 4 (update time and memory grow with $m$) 7 min 48 s.
 # > * **You should see:** in section 3, the KL to the reference 0 before the update and above 0 after, and the largest change of a LoRA B entry equal to the learning rate.
 #
 # **Question.** What does one GRPO update on the kept rollouts compute, and what does it cost in time and memory as m grows?
