@@ -1,8 +1,7 @@
 """Run-folder bookkeeping (not from the paper): checkpoints, RNG states, the metrics log, one process per folder.
 
 docs/training.md ("Outputs") says what each file holds. Every write is atomic or an fsynced append, so a
-kill at any point leaves a whole checkpoint; a run folder is data, never code (else `Refused`).
-"""
+kill at any point leaves a whole checkpoint; a run folder is data, never code (else `Refused`)."""
 
 from __future__ import annotations
 

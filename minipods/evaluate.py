@@ -1,8 +1,7 @@
 """Evaluation: batched accuracy on GSM8K test questions (`python -m minipods.evaluate`).
 
 Paper: GSM8K test accuracy, sampled at temperature 0.9 and averaged over repeats (here `samples=k`);
-minipods defaults to greedy decoding; minipods.stats compares two evaluations question by question.
-"""
+minipods defaults to greedy decoding; minipods.stats compares two evaluations question by question."""
 
 from __future__ import annotations
 

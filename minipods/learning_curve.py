@@ -1,8 +1,7 @@
 """learning_curve.png, the figure `minipods.train` draws at the end of every run.
 
 Reward, held-out accuracy and completion length per step, from metrics.jsonl, on matplotlib's Agg canvas
-(no pyplot, no global backend change); minipods.analysis.plots uses the same `figure`.
-"""
+(no pyplot, no global backend change); minipods.analysis.plots uses the same `figure`."""
 
 from __future__ import annotations
 

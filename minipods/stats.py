@@ -1,7 +1,6 @@
 """Intervals and tests (not from the paper): one evaluation's accuracy (Wilson), two evaluations on the same
 questions (Newcombe's paired interval, exact McNemar), and across training runs, where the seed is the unit
-(Student-t over seeds, sign-flip p; ratios on the log scale). No torch, no scipy.
-"""
+(Student-t over seeds, sign-flip p; ratios on the log scale). No torch, no scipy."""
 
 from __future__ import annotations
 

@@ -13,8 +13,7 @@ about 2x sooner: generating rollouts is cheap and parallel, the update is bound 
 Each arm is a `minipods.train` run in OUTPUT_DIR/ARM (OUTPUT_DIR/seed{s}/ARM with --seeds) from a fresh
 model and the same seed (the same questions in the same order); a finished arm (DONE marker) is skipped on
 a re-run, an interrupted one resumes; DONE records the machine (merge checks that a seed's arms share
-one). Figures, summary and statistics: docs/training.md.
-"""
+one). Figures, summary and statistics: docs/training.md."""
 
 from __future__ import annotations
 

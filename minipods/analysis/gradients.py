@@ -12,8 +12,7 @@ cosine to the full pool is  c_S^T K c_full / sqrt(c_S^T K c_S * c_full^T K c_ful
 random draws cost no further backward passes (the tests check it against `subset_gradient`).
 
 Silent groups (all rewards equal: no gradient): max-variance keeps unequal rewards whenever the n have
-any (m >= 2), so PODS is silent only as often as a group of n, not of m.
-"""
+any (m >= 2), so PODS is silent only as often as a group of n, not of m."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@ student's hand-in) and studies (`compare --seeds`, an earlier merge) as one stud
 --seeds` does; its runs stay where they are (comparison.json's hand_ins). Refused before anything is
 written: another design (results.fingerprint) or plan (comparison.json), a seed twice, a copy of another
 hand-in, a pilot seed, a missing or unfinished arm, a damaged or edited file (`check_arm` re-derives every
-number), a seed's arms from two machines (docs/class_study.md).
-"""
+number), a seed's arms from two machines (docs/class_study.md)."""
 
 from __future__ import annotations
 
@@ -147,4 +146,3 @@ def merge(dirs: list, out: str | Path, log=print) -> Path:
         raise
     log(f"merged {len(by_seed)} seeds ({', '.join(map(str, by_seed))}) into {out}")
     return out
-

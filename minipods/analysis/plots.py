@@ -6,8 +6,7 @@
     python -m minipods.plots runs/grpo runs/pods --out figs  # several runs: --out says where
 
 Writes accuracy_vs_time.png (the paper's headline figure), with one seed also FIGURES' other two, and
-summary.md/.csv (minipods.analysis.summary). No torch.
-"""
+summary.md/.csv (minipods.analysis.summary). No torch."""
 
 from __future__ import annotations
 

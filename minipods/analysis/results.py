@@ -1,7 +1,6 @@
 """Reading run folders (written by minipods.train): metrics rows, configs, per-question evaluations,
 a study for minipods.analysis.summary (`read_study`), each arm's costs (`summarize`) and the update
-re-pricing (docs/training.md). No torch.
-"""
+re-pricing (docs/training.md). No torch."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ is `dict[seed, dict[arm, list[Point]]]` (each list non-empty, in time order), fr
     print("\\n".join(summary_lines(s)))                          # summary.md (write_summary: also .csv)
 
 The rules (target = the baseline's plateau, not its best; no target; censoring) are stated in
-docs/training.md, "Evaluation and the PODS-vs-GRPO comparison", and written once here (`_seed_times`).
-"""
+docs/training.md, "Evaluation and the PODS-vs-GRPO comparison", and written once here (`_seed_times`)."""
 
 from __future__ import annotations
 

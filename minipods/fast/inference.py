@@ -4,8 +4,7 @@ RL systems (TRL with vLLM, verl) sample from an engine holding its own copy of t
 refreshed after every update; this is that copy in plain transformers. Why: folding the LoRA adapter into
 the weight (W + scale * B @ A) makes each adapted projection one matmul per decode step, not three; folding
 in place and out again would drift bf16 weights, so the policy's tensors are only read. Not for 4-bit
-models (`can_fold`): their copy would cost the memory 4 bits saved.
-"""
+models (`can_fold`): their copy would cost the memory 4 bits saved."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
 Same `Rollouts` from the same distribution; HF `generate` runs the decode loop. The levers (docs/performance.md
 measures each): shared prefill (each distinct prompt runs once, its KV cache copied to its n rows); inverse-CDF
 sampling (fast.sampler); on CPU, an inference copy with the adapter folded in, its linears packed and q/k/v,
-gate/up fused (fast.inference); a KV cache written in place (fast.cache).
-"""
+gate/up fused (fast.inference); a KV cache written in place (fast.cache)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
 The m kept rows of one prompt share its tokens, so the backbone runs each distinct prompt of a micro-batch
 once and its rows' completions attend to that pass (keys/values expanded to the rows with autograd: the
 gradient flows back exactly as through m copies). Micro-batches are as in the plain update. One pass per
-row under gradient checkpointing (transformers drops the KV cache there) or where the cache is not plain.
-"""
+row under gradient checkpointing (transformers drops the KV cache there) or where the cache is not plain."""
 
 from __future__ import annotations
 

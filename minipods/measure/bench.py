@@ -9,8 +9,7 @@ The parts (PARTS, in order, each `part(ctx, cfg) -> dict` with `rows(result)`; s
   costmodel  rollout and update seconds as lines: s/step of GRPO and PODS, break-even (costmodel.py)
 
 `--quick`: sizes for a shared 2-core CPU, 1 torch thread (2 ran far slower). TRL: scripts/vs_trl.py; chunked log-prob memory:
-scripts/logprob_memory.py; GPU: scripts/gpu_step.py.
-"""
+scripts/logprob_memory.py; GPU: scripts/gpu_step.py."""
 
 from __future__ import annotations
 

@@ -74,4 +74,3 @@ def fixed_rollouts(ctx: Context, cfg: BenchConfig):
         ctx.rollouts = generate_rollouts(ctx.model, ctx.tok, [ctx.prompt], cfg.n, max_new_tokens=cfg.max_new_tokens,
                                          batch_size=cfg.n)
     return ctx.rollouts
-

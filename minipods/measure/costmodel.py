@@ -5,8 +5,7 @@ linear, rollout(k) = a_r + b_r k generated and update(k) = a_u + b_u k kept, so 
 T_grpo = rollout(Pm) + update(Pm) (n = m) and T_pods = rollout(Pn) + update(Pm). If one PODS step is
 worth `gain` GRPO steps, PODS reaches a target sooner iff gain > T_pods / T_grpo, and the extra
 rollouts pay up to n_max = (gain T_grpo - update(Pm) - a_r) / (b_r P). The planner's lines: a
-`python -m minipods.bench --parts costmodel` run (load_fit), else the authors' L40S runs (paper_l40s_model).
-"""
+`python -m minipods.bench --parts costmodel` run (load_fit), else the authors' L40S runs (paper_l40s_model)."""
 
 from __future__ import annotations
 

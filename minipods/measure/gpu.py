@@ -3,8 +3,7 @@ the recipe on its twin beside the planner), scripts/gpu_check.py and scripts/mea
 
 Paper (single GPU): Qwen2.5-3B-Instruct in NF4, LoRA r=64, gradient checkpointing, 8-bit AdamW, 512 + 512
 tokens, m=16 of n=64, on the architecture twin (real shapes, random weights, offline) fed random ids: an
-update's cost does not depend on the weights.
-"""
+update's cost does not depend on the weights."""
 
 from __future__ import annotations
 

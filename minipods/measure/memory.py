@@ -2,8 +2,7 @@
 
 PODS's case (paper, Section 3): the update's memory grows with the rollouts it trains on, generation's
 does not. MemoryMeter reads CUDA's allocator, or on a CPU the tensor allocator's events (torch's profiler)
-summed in time order: exact, unlike the resident set size, but slow, so memory runs are never timed.
-"""
+summed in time order: exact, unlike the resident set size, but slow, so memory runs are never timed."""
 
 from __future__ import annotations
 

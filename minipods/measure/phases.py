@@ -1,8 +1,7 @@
 """The bench's parts on one model: rollout throughput, update cost against m, selection time.
 
 PODS's asymmetry (paper, Section 3) on one fixed set of n rollouts (config.fixed_rollouts); what each
-part compares: measure/bench.py. Memory runs (memory.MemoryMeter) are apart from the timed ones.
-"""
+part compares: measure/bench.py. Memory runs (memory.MemoryMeter) are apart from the timed ones."""
 
 from __future__ import annotations
 

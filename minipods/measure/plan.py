@@ -3,8 +3,7 @@
 PODS (paper, Section 3): generation holds the KV cache of the rollouts in flight, the update one
 micro-batch's activations, the adapter's gradients and the optimizer, so past a full generate call and
 micro-batch n and m cost time, not memory. Parts: footprint.py (counted), activations.py (measured on a
-CPU); step times: costmodel.py; output: docs/gpu.md.
-"""
+CPU); step times: costmodel.py; output: docs/gpu.md."""
 
 from __future__ import annotations
 

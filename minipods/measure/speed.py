@@ -3,8 +3,7 @@
 Paper (Section 3): PODS assumes inference is cheap next to the update, true only if the rollout code
 runs near what the hardware allows. The second half of the bench's rollout and update parts, at the
 --small shape: fast vs plain (HF `generate`) rollouts with the decode step against its roofline limit,
-and grpo_update's log-prob passes against each other. Results: docs/performance.md.
-"""
+and grpo_update's log-prob passes against each other. Results: docs/performance.md."""
 
 from __future__ import annotations
 

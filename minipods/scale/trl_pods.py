@@ -6,8 +6,7 @@ has the user's side (settings, the 8-GPU command of scripts/trl_pods.py, what di
 Where it hooks in: the dict TRL's `_generate_and_score_completions` returns keeps, in every per-row tensor, the m
 rows per prompt selected on the reward the advantages use (`pods_rewards`), with `advantages` recomputed within
 the kept m (`kept_advantages`) and `num_items_in_batch` recounted: TRL's loss, backward and optimizer step see only
-the kept rows. Every process selects the same rows of the gathered global batch and keeps its own slice.
-"""
+the kept rows. Every process selects the same rows of the gathered global batch and keeps its own slice."""
 
 from __future__ import annotations
 

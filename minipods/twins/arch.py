@@ -1,6 +1,5 @@
 """Architecture twins (`--model random:<hub id>`): a known hub architecture with seeded random weights and a
-byte-level tokenizer, built offline, to measure the paper's Qwen2.5-3B recipe (memory, speed) with no hub access.
-"""
+byte-level tokenizer, built offline, to measure the paper's Qwen2.5-3B recipe (memory, speed) with no hub access."""
 
 from __future__ import annotations
 
