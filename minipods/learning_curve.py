@@ -59,8 +59,7 @@ def plot_learning_curve(run_dir: str | Path, path: str | Path, window: int = 4):
                                "accuracy (%)"),
                               (ax3, "Mean completion length", "tokens")):
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel("training step")
-        ax.set_ylabel(ylabel)
+        ax.set(xlabel="training step", ylabel=ylabel)
         ax.grid(alpha=0.3)
     fig.suptitle(f"{cfg.get('method', '')} n={cfg.get('n', '?')} m={cfg.get('m', '?')}: {Path(run_dir).name}")
     fig.savefig(path)

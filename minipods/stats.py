@@ -53,8 +53,7 @@ def paired_difference(correct_a: list, correct_b: list, z: float = 1.96) -> dict
         raise ValueError("paired_difference needs 0/1 correctness per question")
     a, b = [int(x) for x in correct_a], [int(x) for x in correct_b]
     n = len(a)
-    a_only = sum(x > y for x, y in zip(a, b))
-    b_only = sum(y > x for x, y in zip(a, b))
+    a_only, b_only = sum(x > y for x, y in zip(a, b)), sum(y > x for x, y in zip(a, b))
     if n == 0:
         return {"n": 0, "acc_a": None, "acc_b": None, "diff": None, "ci95": (None, None), "p": None,
                 "a_only": 0, "b_only": 0}

@@ -196,7 +196,6 @@ def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, model_factory, lo
     first = next(iter(cfgs.values()))  # the arms of one run share its seed and budget
     meta = {**_meta(cfgs, preset, overrides), "budget_s": first.budget_s}
     write_atomic(out / results.COMPARISON_FILE, json.dumps(meta, indent=1))
-
     for i, (name, cfg) in enumerate(cfgs.items(), 1):
         status = arm_status(cfg)
         head = f"[{i}/{len(cfgs)}] {name}: {cfg.method} n={cfg.n} m={cfg.m}" + \
@@ -289,13 +288,11 @@ def main(argv=None) -> int:
         out = merge.merge(args.merge, args.output_dir) if args.merge else \
             run_comparison(args.output_dir, args.arms, preset, seeds=args.seeds, **shared)
     except KeyboardInterrupt:
-        print(f"\n{prog}: interrupted; run the same command again to resume the unfinished arm(s).",
-              file=sys.stderr)
+        print(f"\n{prog}: interrupted; run the same command again to resume the unfinished arm(s).", file=sys.stderr)
         return 130
     except (ValueError, OSError) as e:
         return cli.fail(prog, e)
-    print()
-    print((out / "summary.md").read_text())
+    print("\n" + (out / "summary.md").read_text())
     return 0
 
 

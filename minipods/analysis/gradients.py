@@ -75,8 +75,7 @@ class GradientPool:
 def gradient_pool(model, ro: Rollouts, rewards, temperature: float = 1.0, chunk_tokens: int = 512,
                   progress: bool = False) -> GradientPool:
     """Per-rollout gradients of `ro` (group-major), reduced prompt by prompt to n x n Gram matrices."""
-    n = ro.n
-    P = len(ro) // n
+    n, P = ro.n, len(ro) // ro.n
     r = np.asarray(torch.as_tensor(rewards, dtype=torch.float64)).reshape(P, n)
     tokens = ro.completion_mask.sum(1).numpy().reshape(P, n)
     gram = np.zeros((P, n, n))

@@ -148,8 +148,7 @@ def find_runs(paths: list[str | Path]) -> tuple[dict[str, Path], Path, dict]:
     """Arm name -> run folder (paths: run folders or folders of them, in comparison.json's order), where
     files go (the one path given, None for several; never a run's parent, which in a study holds that
     seed's summary) and comparison.json (or {})."""
-    runs: dict[str, Path] = {}
-    meta: dict = {}
+    runs, meta = {}, {}  # arm -> run folder, comparison.json
     for p in map(Path, paths):
         if not p.is_dir():
             raise FileNotFoundError(f"{p}: not a folder")

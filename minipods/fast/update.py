@@ -48,9 +48,7 @@ def shared_prompt_states(model, mb: Rollouts) -> torch.Tensor | None:
 
 def shared_logprobs(model, mb: Rollouts, temperature: float = 1.0, chunk_tokens: int = 512) -> torch.Tensor:
     """(B, C) completion log-probs, each distinct prompt run once (grpo_update's `logprob_fn`)."""
-    h = None
-    if not (torch.is_grad_enabled() and gradient_checkpointing_on(model)):
-        h = shared_prompt_states(model, mb)
+    h = None if torch.is_grad_enabled() and gradient_checkpointing_on(model) else shared_prompt_states(model, mb)
     if h is None:
         return rollout_logprobs(model, mb, temperature, chunk_tokens)
     return logprobs_from_states(model, h, mb.completion_ids, mb.completion_mask, temperature, chunk_tokens)

@@ -88,8 +88,7 @@ def logprob_buffers(quantize: str | None) -> float:
 def predict_update(terms: UpdateTerms, layers: int, rows: int, tokens: int, completion_tokens: int, vocab: int,
                    quantize: str | None, chunk: int = 512) -> dict:
     """A micro-batch's saved activations, working set and log-prob buffer, and its peak above the weights."""
-    saved = terms.saved(layers, rows, tokens)
-    work = terms.working(rows, tokens)
+    saved, work = terms.saved(layers, rows, tokens), terms.working(rows, tokens)
     logprob = logprob_buffers(quantize) * min(chunk, completion_tokens) * vocab * 4
     return {"saved": saved, "working": work, "logprob": logprob, "peak": saved + max(work, logprob)}
 

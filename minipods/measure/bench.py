@@ -33,13 +33,13 @@ PARTS = {"rollout": (phases.part_rollout, phases.rows_rollout), "update": (phase
          "select": (phases.part_select, phases.rows_select),
          "costmodel": (costmodel.part_costmodel, costmodel.rows_costmodel)}  # run in this order
 MODEL_PARTS = ("rollout", "update", "costmodel")  # parts that use the in-process model
+PROG = "python -m minipods.bench"
 
 NOTES = {
     "rollout": "batched/sequential: one generate call decodes all n sequences per forward pass, so the weights are "
                "read once per step for n tokens; why generating many rollouts is cheap (PODS's premise)",
-    "update": "update time grows ~linearly with the m kept rollouts (never with the n generated); peak memory is "
-              "set by the micro-batch, so it stops growing once m >= micro-batch (memory: runs apart from the timed "
-              "ones)",
+    "update": "update time grows ~linearly with the m kept rollouts (never with the n generated); peak memory is set "
+              "by the micro-batch, so it stops growing once m >= micro-batch (memory: runs apart from the timed ones)",
     "select": "max_variance sorts once (O(n log n)) and scores m+1 candidates: exponent ~1; at small n fixed "
               "numpy overhead dominates, which pulls the all-n exponent below 1",
 }
@@ -111,9 +111,6 @@ def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, lo
             "notes": [f"{p}: {NOTES[p]}" for p in parts if p in NOTES]}
 
 
-PROG = "python -m minipods.bench"
-
-
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     """The bench-only flags, then one flag per BenchConfig field (cli.add_dataclass_args)."""
     p = Parser(prog=prog, description=__doc__.split("\n\n")[0])
@@ -147,9 +144,7 @@ def main(argv=None) -> int:
     print(f"minipods.bench: model {cfg.model}, dtype {cfg.dtype}, device {m['device']}, threads {m['threads']}, "
           f"{'quick' if cfg.quick else 'full'} run, {m['total_s']:.0f} s")
     print(out["table"])
-    print("\nnotes:")
-    for n in out["notes"]:
-        print(f"- {n}")
+    print("\n".join(["\nnotes:"] + [f"- {n}" for n in out["notes"]]))
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(out, indent=1, default=float))
     print(f"\nwrote {args.output}")

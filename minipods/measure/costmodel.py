@@ -47,9 +47,8 @@ class CostModel:
         """Seconds per step of GRPO (n = m), GRPO on all n, and PODS (n -> m), with their parts."""
         if not 1 <= m <= n or prompts < 1:
             raise ValueError(f"need 1 <= m <= n and prompts >= 1, got n={n}, m={m}, prompts={prompts}")
-        gm, gn, um, un = (self.rollout(prompts * m), self.rollout(prompts * n), self.update(prompts * m),
-                          self.update(prompts * n))
-        f = self.fixed
+        gm, gn, um, un, f = (self.rollout(prompts * m), self.rollout(prompts * n), self.update(prompts * m),
+                             self.update(prompts * n), self.fixed)
         return {"grpo": f + gm + um, "grpo_all": f + gn + un, "pods": f + gn + um,
                 "parts": {"rollout_m": gm, "rollout_n": gn, "update_m": um, "update_n": un}}
 
@@ -75,8 +74,7 @@ def break_even(pods_s: float, grpo_s: float, gain: float | None = None) -> dict:
 
 def paper_l40s(gain: float | None = None) -> dict:
     """The same arithmetic on the paper's L40S step times."""
-    return {**break_even(PAPER_L40S["pods_s"], PAPER_L40S["grpo_s"], gain), "n": PAPER_L40S["n"],
-            "m": PAPER_L40S["m"]}
+    return {**break_even(PAPER_L40S["pods_s"], PAPER_L40S["grpo_s"], gain), "n": PAPER_L40S["n"], "m": PAPER_L40S["m"]}
 
 
 def paper_l40s_model() -> CostModel:

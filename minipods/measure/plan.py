@@ -62,8 +62,7 @@ class Recipe(SimpleNamespace):
 
 
 def make_recipe(pc: PlanConfig) -> Recipe:
-    """The preset (minipods.train.PRESETS over TrainConfig's defaults), then the flags given, checked as a
-    run checks them (TrainConfig)."""
+    """The preset (minipods.train.PRESETS over TrainConfig's defaults), then the flags given, checked as a run's."""
     from minipods.model import check_quantize
     from minipods.train import make_config
 
@@ -113,8 +112,7 @@ def model_terms(model: str, quantize: str | None, terms_file: str | None = None)
 # peak; the others are shown for what they would take (they peak at another moment, below this one).
 def _static_parts(r: Recipe, t: ModelTerms) -> list[tuple[str, float, bool]]:
     w = F.weight_bytes(t.arch, r.quantize)
-    kind = "4-bit NF4 + scales" if r.quantize == "4bit" else "bf16"
-    rest = "float32" if r.quantize == "4bit" else "bf16"
+    kind, rest = ("4-bit NF4 + scales", "float32") if r.quantize == "4bit" else ("bf16", "bf16")
     opt = "AdamW 8-bit" if r.optimizer == "adamw8bit" else "AdamW 32-bit"
     return [(f"base weights: decoder linear layers ({kind})", w["linear"], True),
             (f"base weights: embedding = LM head, norms, biases ({rest})", w["other"], True),
@@ -232,8 +230,7 @@ def plan(pc: PlanConfig) -> dict:
         rows.append({"n": n, "m": m, "generation": g, "update": u, "fits": fits(g["peak"], pc) and fits(u["peak"], pc),
                      "grpo_s": s["grpo"], "pods_s": s["pods"], "break_even": cm and s["pods"] / s["grpo"]})
     top = lambda key, fixed: max((x[key] for x in rows if x["fits"] and x[fixed] == getattr(r, fixed)), default=0)  # noqa: E731
-    u = t.update[r.ckpt]
-    T = r.prompt_tokens + r.new_tokens
+    u, T = t.update[r.ckpt], r.prompt_tokens + r.new_tokens
     return {"recipe": r, "terms": t, "time_source": source, "rows": rows,
             "generation": generation_phase(r, t, r.n), "update": update_phase(r, t, r.m),
             "evaluation": evaluation_phase(r, t), "eval_batch_max": largest_batch(
@@ -252,7 +249,6 @@ def _gib(b: float) -> str:
 def verdict(p: dict, pc: PlanConfig) -> list[str]:
     """The plain-language end: does the recipe fit, what limits n and m, what a step costs."""
     r, g, u = p["recipe"], p["generation"], p["update"]
-    room = pc.gpu_gb - pc.headroom_gb
     name = f"{r.model} ({'4-bit' if r.quantize else 'bf16'})"
     if fits(g["peak"], pc) and fits(u["peak"], pc):
         out = [f"Verdict: yes. {name} runs PODS n={r.n} -> m={r.m} on a {pc.gpu_gb:g} GiB card: generation peaks at "
@@ -261,7 +257,7 @@ def verdict(p: dict, pc: PlanConfig) -> list[str]:
         bad = [f"the {ph} needs {_gib(x['peak'])} GiB" for ph, x in (("generation", g), ("update", u))
                if not fits(x["peak"], pc)]
         out = [f"Verdict: no. {name}, PODS n={r.n} -> m={r.m}: {' and '.join(bad)}, but a {pc.gpu_gb:g} GiB card leaves "
-               f"{room:g} GiB after the headroom."]
+               f"{pc.gpu_gb - pc.headroom_gb:g} GiB after the headroom."]
         fixes = []
         for ph, x, best, flag in (("generation", g, p["gen_batch_max"], "--gen-batch-size"),
                                   ("update", u, p["micro_batch_max"], "--micro-batch-size")):

@@ -112,9 +112,8 @@ def part_rollout_speed(ctx, cfg) -> dict:
 
 
 def rows_rollout_speed(r: dict) -> list[list[str]]:
-    f, p, lim, roof = r["fast"], r["plain"], r["limits"], r["roofline"]
+    f, p, lim, roof, parts = r["fast"], r["plain"], r["limits"], r["roofline"], r["fast_parts_s"]
     shape = f"{r['prompts']} prompts x n={r['n']}, {r['max_new_tokens']} new tok, T={r['temperature']}"
-    parts = r["fast_parts_s"]
     return [
         ["rollout", f"plain generate ({shape})", f"{p['tokens_per_s']:.1f} tok/s, {fmt_s(p['seconds_per_call'])}/call"],
         ["rollout", "generate_rollouts (all levers: " + ", ".join(k for k, on in r["levers"].items() if on) + ")",

@@ -176,10 +176,8 @@ class PODSGRPOTrainer(GRPOTrainer):
         m = self.args.pods_m
         # A NaN row counts as its group's mean: "all equal" means no GRPO signal among the rows that can teach.
         groups = torch.where(torch.isnan(groups), torch.nanmean(groups, 1, keepdim=True).nan_to_num(0.0), groups)
-
         def frac_all_equal(g):  # (P, k) -> fraction of prompts whose k rewards are all equal
             return (g.amax(1) == g.amin(1)).float().mean().item()
-
         metrics = self._metrics["train"]
         metrics["pods/kept_reward"].append(torch.nanmean(raw[rows]).item())
         metrics["pods/kept_reward_std"].append(nanstd(raw[rows]).item())

@@ -64,8 +64,7 @@ def twin_config(hub_id: str, **shrink):
     from transformers import AutoConfig
 
     hub_id = _known(hub_id)
-    bad = sorted(set(shrink) - set(SHRINK_KEYS))
-    if bad:
+    if bad := sorted(set(shrink) - set(SHRINK_KEYS)):
         raise UnknownTwinError(f"unknown shrink key(s) {bad}; expected some of {', '.join(SHRINK_KEYS)}")
     values = {k: v for k, v in TWIN_CONFIGS[hub_id].items() if k != "model_type"}
     values.update({SHRINK_KEYS[k]: v for k, v in shrink.items()})
