@@ -19,9 +19,8 @@ from minipods.rollouts import Rollouts, assemble, eos_ids, generation_kwargs, po
 
 
 def prefill_distinct(model, ids: torch.Tensor, am: torch.Tensor):
-    """Run the distinct prompts (G, P) once, all but their last token; return each layer's (keys,
-    values), (G, heads, P-1, head_dim), or None where the cache is not a plain DynamicCache (then
-    `generate` prefills every row)."""
+    """Run the distinct prompts (G, P) once, all but their last token; return each layer's (keys, values), (G, heads,
+    P-1, head_dim), or None where the cache is not a plain DynamicCache (then `generate` prefills every row)."""
     if ids.shape[1] < 2:
         return None
     pos = positions_from_mask(am)

@@ -61,10 +61,9 @@ def update_pricing(fast: bool, skip_silent: bool, beta: float) -> str:
 
 def fast_grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, beta: float = 0.0,
                      skip_silent: bool = True, **kwargs) -> dict:
-    """grpo_update with the shared-prompt pass and, when beta = 0 and `skip_silent`, without the rows whose
-    advantage is 0 (their terms -min(r A, clip(r) A) are 0): the loss is still averaged over the whole
-    batch's tokens (or rows), so the gradient is the full update's. One row is kept when all are silent,
-    so the optimizer still steps."""
+    """grpo_update with the shared-prompt pass and, when beta = 0 and `skip_silent`, without the rows whose advantage is
+    0 (their terms -min(r A, clip(r) A) are 0): the loss is still averaged over the whole batch's tokens (or rows), so
+    the gradient is the full update's. One row is kept when all are silent, so the optimizer still steps."""
     num_tokens, num_rows = max(int(batch.completion_mask.sum()), 1), len(batch)
     if beta == 0 and skip_silent:
         live = advantages.nonzero().flatten().tolist() or [0]
