@@ -32,7 +32,6 @@ def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 25
     gold, completions, extracted, correct, strict). batch_size bounds memory (greedy results do not depend on it).
     progress: one bar, "evaluating N `what`"."""
     from tqdm.auto import tqdm
-
     if not items:
         raise ValueError("no evaluation items")
     greedy = temperature <= 0

@@ -16,7 +16,6 @@ def figure(ncols: int = 1, width: float = 7.0, height: float = 4.5):
     """A figure with `ncols` axes side by side, on its own Agg canvas."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-
     fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
     FigureCanvasAgg(fig)
     return fig, fig.subplots(1, ncols)

@@ -40,7 +40,6 @@ def arm_label(name: str, cfg: dict | None) -> str:
 
 def _colors(names):
     from matplotlib import colormaps
-
     return {a: colormaps["tab10"](i % 10) for i, a in enumerate(names)}
 
 

@@ -151,7 +151,6 @@ def _decode_attention(module, query, key, value, attention_mask, scaling: float 
 def _copy_attention(module, query, key, value, attention_mask, **kwargs):
     """SDPA attention on exact float32 upcasts of q, k, v (decode steps: _decode_attention), in q's dtype."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
     dtype = query.dtype
     query, key, value = query.float(), key.float(), value.float()
     if attention_mask is not None and attention_mask.is_floating_point():
@@ -197,7 +196,6 @@ def _fold(m) -> torch.Tensor:
 def _build_copy(model, layers, upcast: bool, pack: bool, fuse: bool) -> SimpleNamespace:
     """The base model deep-copied, sharing every tensor but the adapted linears' (and the head's, if upcast/packed)."""
     import copy as _copy
-
     base = model.get_base_model()
     folded_ids = {id(m.base_layer.weight) for _, m in layers}
     # deepcopy with a memo that maps every other tensor to itself: those are shared, not copied
@@ -221,7 +219,6 @@ def _build_copy(model, layers, upcast: bool, pack: bool, fuse: bool) -> SimpleNa
     if (upcast or pack) and getattr(cp.config, "_attn_implementation", None) == "sdpa":  # the copy's config is its own
         from transformers import AttentionInterface
         from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
-
         AttentionInterface.register("minipods_copy_attention", _copy_attention)
         ALL_MASK_ATTENTION_FUNCTIONS.register("minipods_copy_attention", sdpa_mask)  # the masks SDPA takes
         cp.set_attn_implementation("minipods_copy_attention")

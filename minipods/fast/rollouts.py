@@ -33,7 +33,6 @@ def prefill_distinct(model, ids: torch.Tensor, am: torch.Tensor):
 def _decode(gen, prompt_ids, prompt_mask, group, kv, starts, batch_size, sampler, max_new_tokens, pad, eos, roomy=True):
     """`generate` over the rows in chunks, each row starting from its prompt's cache when there is one."""
     from transformers import DynamicCache
-
     device, P, chunks = next(gen.parameters()).device, prompt_ids.shape[1], []
     for s in starts:
         ids, am = prompt_ids[s:s + batch_size].to(device), prompt_mask[s:s + batch_size].to(device)
@@ -59,7 +58,6 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
     (folded_copy; CPU default, opt-in on CUDA), pack_weights and fuse_siblings (its pack and fuse),
     grow_in_place (fast.cache). meta: fold_s, prefill_s, decode_s, steps, and which levers applied."""
     from transformers import LogitsProcessorList
-
     ids, am, prompt_ids, prompt_mask, group = repeat_prompts(tokenizer, prompts, n, max_prompt_tokens)  # (G|B, P)
     device = next(model.parameters()).device
     eos = eos_ids(model, tokenizer)

@@ -18,7 +18,6 @@ from minipods.rollouts import Rollouts, positions_from_mask
 def shared_prompt_states(model, mb: Rollouts) -> torch.Tensor | None:
     """(B, C, H) hidden states predicting the completion tokens, each distinct prompt run once; None: not here."""
     from transformers import DynamicCache
-
     backbone, _ = backbone_and_head(model)
     device = next(model.parameters()).device
     ids = torch.cat([mb.prompt_ids, mb.completion_ids], 1).to(device)  # (B, L) L = P + C

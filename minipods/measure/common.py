@@ -82,7 +82,6 @@ def grpo_timer(model, optimizer, micro_batch_size: int, chunk_tokens: int = 512,
     """update(batch, advantages) -> (seconds, grpo_update's output) as training runs it, queue drained around."""
     from minipods.fast.update import shared_logprobs
     from minipods.grpo import grpo_update
-
     def update(batch, advantages):
         sync(device)
         t0 = time.perf_counter()

@@ -89,7 +89,6 @@ def load_fit(path) -> CostModel:
     with {"rollout_fit": {"a", "b"}, "update_fit": {"a", "b"}} at its top or under parts.costmodel)."""
     import json
     from pathlib import Path
-
     d = json.loads(Path(path).read_text())
     d = d.get("parts", {}).get("costmodel", d)
     try:

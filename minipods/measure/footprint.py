@@ -37,7 +37,6 @@ def model_config(model: str):
 
     from minipods.model import DEFAULT_MODEL, ModelNotFoundError, cache_dir, default_gguf_path
     from minipods.twins.arch import TWIN_CONFIGS, TWIN_PREFIX, UnknownTwinError, parse_twin, twin_config
-
     if model == DEFAULT_MODEL:
         try:
             gguf = default_gguf_path()
@@ -71,7 +70,6 @@ def arch_of(cfg) -> Arch:
     """Build the model on the meta device (shapes only) and read off what memory depends on."""
     import torch
     from transformers import AutoModelForCausalLM
-
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(cfg)
     decoder = model.get_decoder()

@@ -47,7 +47,6 @@ def update_points(ctx: Context, cfg: BenchConfig, repeats: int | None = None, me
     defaults on the first m of the fixed set, for each --m-values m <= n; the costmodel part reuses them."""
     from minipods.grpo import group_advantages
     from minipods.train import make_config, make_optimizer
-
     ro, tcfg = fixed_rollouts(ctx, cfg), make_config()
     timed = grpo_timer(ctx.model, make_optimizer(ctx.model, tcfg, ctx.device), cfg.micro_batch_size,
                        tcfg.logprob_chunk, 1.0, ctx.device)

@@ -65,7 +65,6 @@ def make_recipe(pc: PlanConfig) -> Recipe:
     """The preset (minipods.train.PRESETS over TrainConfig's defaults), then the flags given, checked as a run's."""
     from minipods.model import check_quantize
     from minipods.train import make_config
-
     if pc.preset not in PRESETS:
         raise ValueError(f"--preset must be one of {', '.join(PRESETS)}, got {pc.preset!r}")
     cfg = make_config(pc.preset, **{k: getattr(pc, k, None) for k in RECIPE_FIELDS})  # None: not given
@@ -93,7 +92,6 @@ def model_terms(model: str, quantize: str | None, terms_file: str | None = None)
     """The architecture and the measured terms: stored for known models (activations.STORED), else read from
     `terms_file` (the same format: one model's entry)."""
     import json
-
     cfg, q = F.model_config(model), quantize or "none"  # an unknown model fails here first
     t = A.STORED.get(model.removeprefix("random:"), {}).get(q)
     source = "stored" if t else f"measured ({terms_file})"
@@ -205,7 +203,6 @@ def candidates(r: Recipe) -> list[tuple[int, int]]:
 def cost_model(pc: PlanConfig, r: Recipe):
     """(CostModel, where its lines come from); (None, why) for a card with no step time measured."""
     from minipods.measure import costmodel as C
-
     if pc.costmodel:
         return C.load_fit(pc.costmodel), f"fitted lines of {pc.costmodel}"
     if pc.gpu.upper() != "L40S":

@@ -79,7 +79,6 @@ def part_rollout_speed(ctx, cfg) -> dict:
     times after a warm-up; tokens/s: each side's total tokens over its total seconds."""
     from minipods.fast.rollouts import generate_rollouts as fast_generate
     from minipods.rollouts import generate_rollouts as plain_generate
-
     model, tok, prompts, n, T = ctx.model, ctx.tok, _prompts(ctx, cfg), cfg.speed_n, cfg.speed_temperature
     fast_generate(model, tok, prompts[:1], 2, max_new_tokens=4, temperature=T)  # warm-up
     plain_generate(model, tok, prompts[:1], 2, max_new_tokens=4, temperature=T, batch_size=2)
@@ -134,7 +133,6 @@ def part_update_speed(ctx, cfg) -> dict:
     from minipods.fast.rollouts import generate_rollouts
     from minipods.fast.update import shared_logprobs
     from minipods.grpo import grpo_update, naive_token_logprobs, rollout_logprobs
-
     model, prompts, n, rounds, mbs = (ctx.model, _prompts(ctx, cfg), cfg.speed_n, cfg.speed_update_rounds,
                                       cfg.micro_batch_size)
     torch.manual_seed(cfg.seed)

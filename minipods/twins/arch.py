@@ -62,7 +62,6 @@ def parse_twin(spec: str) -> tuple[str, dict]:
 def twin_config(hub_id: str, **shrink):
     """The transformers config of a known hub architecture; `shrink` (SHRINK_KEYS) makes it smaller."""
     from transformers import AutoConfig
-
     hub_id = _known(hub_id)
     if bad := sorted(set(shrink) - set(SHRINK_KEYS)):
         raise UnknownTwinError(f"unknown shrink key(s) {bad}; expected some of {', '.join(SHRINK_KEYS)}")
@@ -79,7 +78,6 @@ def twin_tokenizer():
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
     from transformers.convert_slow_tokenizer import bytes_to_unicode  # GPT-2's byte -> character map
-
     b2u = bytes_to_unicode()
     vocab = {b2u[b]: b for b in range(256)} | {t: 256 + i for i, t in enumerate(TWIN_SPECIALS)}
     tk = Tokenizer(models.BPE(vocab=vocab, merges=[]))
@@ -94,7 +92,6 @@ def twin_tokenizer():
 def build_twin(spec: str, device: str | None = None, dtype: torch.dtype = torch.bfloat16):
     """(model, tokenizer): the twin with seeded random weights, built on `device` in `dtype` (no LoRA)."""
     from transformers import AutoModelForCausalLM
-
     hub_id, shrink = parse_twin(spec)
     tok = twin_tokenizer()
     cfg = twin_config(hub_id, **shrink)
