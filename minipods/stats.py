@@ -33,8 +33,7 @@ def newcombe_paired(both: int, first_only: int, second_only: int, neither: int,
     towards 0; 0 when a margin is empty). Not [0, 0] when no question is discordant."""
     n = both + first_only + second_only + neither
     p1, p2 = (both + first_only) / n, (both + second_only) / n
-    l1, u1 = wilson_interval(both + first_only, n, z)
-    l2, u2 = wilson_interval(both + second_only, n, z)
+    (l1, u1), (l2, u2) = wilson_interval(both + first_only, n, z), wilson_interval(both + second_only, n, z)
     margins = (both + first_only) * (second_only + neither) * (both + second_only) * (first_only + neither)
     num = both * neither - first_only * second_only
     num = num - n / 2 if num > n / 2 else (0.0 if num >= 0 else num)

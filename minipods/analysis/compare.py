@@ -79,8 +79,7 @@ def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
     base = PRESETS[preset] if preset else {}
-    ov = _shared_overrides(preset, base, overrides)
-    out = Path(output_dir)
+    ov, out = _shared_overrides(preset, base, overrides), Path(output_dir)
     names = arms if arms is not None else PRESET_ARMS.get(preset, DEFAULT_ARMS)
     names = [a.strip() for a in (names.split(",") if isinstance(names, str) else names) if a.strip()]
     if unknown := [a for a in names if a not in ARMS]:
@@ -216,7 +215,6 @@ def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, model_factory, lo
              "wall_s_this_call": time.perf_counter() - t0, **mach}) + "\n")
         del model, tok
         gc.collect()
-
     meta["fingerprint"] = results.fingerprint({a: results.read_config(c.output_dir) for a, c in cfgs.items()})
     write_atomic(out / results.COMPARISON_FILE, json.dumps(meta, indent=1))
     for p in plots.make({first.seed: {a: Path(c.output_dir) for a, c in cfgs.items()}}, out, meta).values():

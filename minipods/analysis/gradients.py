@@ -32,8 +32,7 @@ from minipods.rollouts import Rollouts
 def _flat_grad(model, batch: Rollouts, adv: torch.Tensor, num_tokens: float, temperature: float,
                chunk_tokens: int) -> torch.Tensor:
     """(D,) float32 gradient of grpo_loss (one epoch: old_logp = logp, beta 0) w.r.t. the trainable params."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    was_training = model.training
+    params, was_training = [p for p in model.parameters() if p.requires_grad], model.training
     model.train()  # as grpo_update does
     try:
         logp = token_logprobs(model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
@@ -77,8 +76,7 @@ def gradient_pool(model, ro: Rollouts, rewards, temperature: float = 1.0, chunk_
     """Per-rollout gradients of `ro` (group-major), reduced prompt by prompt to n x n Gram matrices."""
     n, P = ro.n, len(ro) // ro.n
     r = np.asarray(torch.as_tensor(rewards, dtype=torch.float64)).reshape(P, n)
-    tokens = ro.completion_mask.sum(1).numpy().reshape(P, n)
-    gram = np.zeros((P, n, n))
+    tokens, gram = ro.completion_mask.sum(1).numpy().reshape(P, n), np.zeros((P, n, n))
     for g in tqdm(range(P), desc="per-rollout gradients", leave=False, disable=not progress):
         U = rollout_gradients(model, ro, range(g * n, (g + 1) * n), temperature, chunk_tokens).double()  # (n, D)
         gram[g] = (U @ U.T).numpy()

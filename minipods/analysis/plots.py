@@ -83,11 +83,9 @@ def plot_accuracy_vs_time(study: dict, path: str | Path, configs: dict | None = 
 
 def plot_reward_vs_step(runs: dict[str, list[dict]], path: str | Path, configs: dict[str, dict] | None = None):
     """Mean training reward per step: all n rollouts (solid) and the kept m (dashed)."""
-    configs, (fig, ax) = configs or {}, figure()
-    colors = _colors(runs)
+    configs, (fig, ax), colors = configs or {}, figure(), _colors(runs)
     for name, rows in runs.items():
-        tr = training_rows(rows)
-        label = arm_label(name, configs.get(name))
+        tr, label = training_rows(rows), arm_label(name, configs.get(name))
         if tr:
             steps = [r["step"] for r in tr]
             ax.plot(steps, [r["reward_mean"] for r in tr], color=colors[name], marker=".", label=label + ": all n")

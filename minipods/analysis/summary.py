@@ -236,8 +236,7 @@ def _time_cell(t: dict, baseline: str, arm: str, unit: str) -> tuple[str, str]:
     r = t["arms"].get(arm)
     if not r or not r["of"]:
         return "-", "-"
-    sec, stp = r["restricted_s"], r["restricted_step"]
-    ge = "≥" if r["reached"] < r["of"] else ""
+    sec, stp, ge = r["restricted_s"], r["restricted_step"], "≥" if r["reached"] < r["of"] else ""
     time = f"{r['reached']}/{r['of']}; {ge}{_t(sec['mean'], unit)}, {ge}{stp['mean']:.1f} steps"
     sp = r["speedup"]
     if arm == baseline or sp["ratio"] is None:

@@ -138,8 +138,7 @@ def _decode_attention(module, query, key, value, attention_mask, scaling: float 
     """A decode step's attention (one query per row) as two small matmuls, the Hq / Hk query heads sharing
     a KV head taken as query rows (no repeated keys); faster than the CPU's flash kernel at these shapes.
     Returns (B, 1, Hq, d), as transformers' attention functions do."""
-    B, Hq, _, d = query.shape
-    Hk = key.shape[1]
+    (B, Hq, _, d), Hk = query.shape, key.shape[1]
     q = query.reshape(B, Hk, Hq // Hk, d)  # (B, Hk, g, d): query heads grouped by their KV head
     s = torch.matmul(q, key.transpose(-1, -2)) * (scaling if scaling is not None else d ** -0.5)  # (B, Hk, g, L)
     if attention_mask is not None:  # (B, 1, 1, L): bool (True = attend) or additive
@@ -151,8 +150,7 @@ def _decode_attention(module, query, key, value, attention_mask, scaling: float 
 def _copy_attention(module, query, key, value, attention_mask, **kwargs):
     """SDPA attention on exact float32 upcasts of q, k, v (decode steps: _decode_attention), in q's dtype."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
-    dtype = query.dtype
-    query, key, value = query.float(), key.float(), value.float()
+    dtype, query, key, value = query.dtype, query.float(), key.float(), value.float()
     if attention_mask is not None and attention_mask.is_floating_point():
         attention_mask = attention_mask.float()
     plain = kwargs.get("dropout", 0.0) == 0.0 and kwargs.get("softcap") is None and kwargs.get("position_bias") is None

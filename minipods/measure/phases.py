@@ -97,8 +97,7 @@ def rows_update(r: dict) -> list[list[str]]:
 
 def part_select(ctx: Context, cfg: BenchConfig, m_frac: float = 0.25) -> dict:
     from minipods.downsample import max_variance
-    rng = np.random.default_rng(cfg.seed)
-    secs, ms = [], []
+    rng, secs, ms = np.random.default_rng(cfg.seed), [], []
     for n in cfg.select_sizes:
         r = rng.integers(0, 2, n) + 0.025 * rng.integers(0, 5, n)  # correctness + format bonus, as total_reward
         ms.append(max(1, int(n * m_frac)))

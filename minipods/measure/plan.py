@@ -154,8 +154,7 @@ def evaluation_phase(r: Recipe, t: ModelTerms, eval_batch: int | None = None) ->
 
 def update_phase(r: Recipe, t: ModelTerms, m: int, micro_batch: int | None = None) -> dict:
     """Peak of the update: static parts + gradients + the larger of a micro-batch's and the optimizer step's."""
-    rows = min(micro_batch or r.micro_batch, r.prompts * m)
-    tokens = r.prompt_tokens + r.new_tokens
+    rows, tokens = min(micro_batch or r.micro_batch, r.prompts * m), r.prompt_tokens + r.new_tokens
     u = A.predict_update(t.update[r.ckpt], t.arch.layers, rows, tokens, rows * r.new_tokens, t.arch.vocab,
                          r.quantize, r.chunk)
     sizes = F.lora_shapes(t.arch, r.lora_r)

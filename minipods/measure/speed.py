@@ -160,8 +160,7 @@ def part_update_speed(ctx, cfg) -> dict:
 
 
 def rows_update_speed(r: dict) -> list[list[str]]:
-    s = r["seconds"]
-    shape = f"{r['rows']} rows ({r['groups']} prompts), micro-batch {r['micro_batch_size']}"
+    s, shape = r["seconds"], f"{r['rows']} rows ({r['groups']} prompts), micro-batch {r['micro_batch_size']}"
     return [["update", f"plain GRPO step, full log_softmax ({shape})", f"{fmt_s(s['plain'])}/update"],
             ["update", "grpo_update, every row in full (the plain pass)", f"{fmt_s(s['unshared'])}/update"],
             ["update", "grpo_update (each prompt once per micro-batch)", f"{fmt_s(s['fast'])}/update"],

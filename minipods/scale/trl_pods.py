@@ -27,7 +27,6 @@ _IMAGE_KEYS = ("pixel_values", "image_grid_thw", "pixel_attention_mask", "image_
 @dataclass
 class PODSGRPOConfig(GRPOConfig):
     """[`~trl.GRPOConfig`] plus PODS down-sampling: `pods_m` (the paper's m; n is `num_generations`), `pods_rule`."""
-
     pods_m: int | None = field(default=None, metadata={"help": (
         "Rollouts per prompt kept for the update (PODS's m), in [2, num_generations]; `None` keeps all (stock "
         "GRPO). Batch sizes count generated rollouts: a micro-batch trains on per_device_train_batch_size * "
@@ -83,8 +82,7 @@ def pods_rewards(rewards_per_func: torch.Tensor, weights: torch.Tensor, n: int, 
 def select_rows(rewards: torch.Tensor, n: int, m: int, rule: str, generator) -> list[int]:
     """Global rows (each prompt's m in increasing order) that `rule` keeps from every group of n rewards. A NaN
     reward (a row that cannot teach) is no candidate; NaN rows fill, in order, a group with fewer than m others."""
-    r = rewards.double().cpu().numpy()
-    kept = []
+    r, kept = rewards.double().cpu().numpy(), []
     for start in range(0, r.size, n):
         rows = np.arange(start, start + n)
         ok, rest = rows[~np.isnan(r[rows])], rows[np.isnan(r[rows])]

@@ -93,8 +93,7 @@ def build_twin(spec: str, device: str | None = None, dtype: torch.dtype = torch.
     """(model, tokenizer): the twin with seeded random weights, built on `device` in `dtype` (no LoRA)."""
     from transformers import AutoModelForCausalLM
     hub_id, shrink = parse_twin(spec)
-    tok = twin_tokenizer()
-    cfg = twin_config(hub_id, **shrink)
+    tok, cfg = twin_tokenizer(), twin_config(hub_id, **shrink)
     # the twin's tokenizer ids (the real ones, 151643/151645, are not in a byte-level vocabulary)
     cfg.bos_token_id, cfg.eos_token_id, cfg.pad_token_id = None, tok.eos_token_id, tok.pad_token_id
     if cfg.vocab_size < len(tok):
