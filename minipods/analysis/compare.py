@@ -57,8 +57,7 @@ _PER_ARM = ("method", "rule", "output_dir", "resume")  # TrainConfig fields comp
 
 
 def _shared_overrides(preset: str | None, base: dict, overrides: dict) -> dict:
-    """The settings shared by every arm: the overrides, a --budget-s alone lifting max_steps, and a few
-    evaluations (so there is a curve)."""
+    """The settings every arm shares: the overrides, --budget-s alone lifting max_steps, a few evaluations (a curve)."""
     ov = {k: v for k, v in overrides.items() if v is not None}
     if per_arm := [k for k in _PER_ARM if k in ov]:
         raise ValueError(f"{per_arm[0]} is set per arm by minipods.compare, not as an override")
@@ -130,8 +129,7 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
     """Run (or resume) every arm (once per seed with `seeds`), then write the figures and summary into
     `output_dir`. model_factory(cfg) -> (model, tokenizer), once per arm (default: the arm loads
     cfg.model); overrides: TrainConfig fields shared by all arms."""
-    seeds = parse_seeds(seeds) if seeds is not None else None
-    out = Path(output_dir)
+    seeds, out = (parse_seeds(seeds) if seeds is not None else None), Path(output_dir)
     if seeds is not None and overrides.get("seed") is not None:
         raise ValueError("give either --seed or --seeds, not both")
     # seed (None: one comparison, arms in OUTPUT_DIR/ARM) -> arm -> config; seed s: OUTPUT_DIR/seed{s}/ARM

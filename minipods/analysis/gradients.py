@@ -102,9 +102,7 @@ def gram_cosine(K: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
     na, nb = gram_norm(K, a), gram_norm(K, b)
     if nb == 0:
         return float("nan")
-    if na == 0:
-        return 0.0
-    return float(np.clip((a @ K @ b) / (na * nb), -1.0, 1.0))
+    return 0.0 if na == 0 else float(np.clip((a @ K @ b) / (na * nb), -1.0, 1.0))
 
 
 def rule_subsets(rewards, m: int, rule: str, draws: int = 1, rng=None) -> list[list[int]]:

@@ -130,8 +130,7 @@ def repriced_seconds(rows: list[dict], ran: str, to: str) -> dict[int, float]:
 
 
 def repriced_study(study: dict, rows: dict, configs: dict[str, dict]) -> tuple[str, dict | str]:
-    """The other pricing and the study's seconds under it (rows: seed -> arm -> metrics rows), or why
-    they cannot be computed."""
+    """The other pricing and the study's seconds under it (rows: seed -> arm -> metrics rows), or why there are none."""
     ran = {a: configs[a]["update_pricing"] for by in study.values() for a in by}
     to = "skip_silent" if set(ran.values()) == {"every_row"} else "every_row"
     out: dict = {}

@@ -159,8 +159,7 @@ def summarize_study(study: dict, baseline: str | None = BASELINE, focus: str | N
     accuracy's horizon (None: per seed, its arms' earliest end); note: what that statistic is to this study
     as (tag, sentence), e.g. its primary; machines: seed -> results.machine. A missing baseline/focus: left out."""
     arms = list(dict.fromkeys(a for by_arm in study.values() for a in by_arm))
-    baseline = baseline if baseline in arms else None
-    focus = focus if focus in arms else None
+    baseline, focus = (baseline if baseline in arms else None), (focus if focus in arms else None)
     to, got = repriced or (None, None)
     other = None if not (repriced and baseline) else {"to": to, "cannot": got} if isinstance(got, str) else \
         {"to": to, "time": time_to_target(got, baseline)}

@@ -66,7 +66,6 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
     if fold_adapter is None:
         fold_adapter = device.type == "cpu" and can_fold(model)
     sampler = LogitsProcessorList([InverseCDFSampler(temperature, top_p)] if do_sample else [])
-
     t0 = time.perf_counter()
     with generation_mode(model):
         gen = (folded_copy(model, pack=pack_weights, fuse=fuse_siblings) if fold_adapter else None) or model

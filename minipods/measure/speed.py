@@ -95,8 +95,7 @@ def part_rollout_speed(ctx, cfg) -> dict:
         s, t = sum(x["seconds"] for x in runs), sum(x["tokens"] for x in runs)
         return {"seconds_per_call": s / len(runs), "tokens": t, "tokens_per_s": t / s}
 
-    f, p = total(fast), total(plain)
-    limits = machine_limits(device=str(next(model.parameters()).device))
+    f, p, limits = total(fast), total(plain), machine_limits(device=str(next(model.parameters()).device))
     steps = sum(m["steps"] for m in meta)
     step_s = sum(m["decode_s"] for m in meta) / steps  # achieved seconds per decode step (fast path)
     P = len(tok(prompts[0], add_special_tokens=False).input_ids)
