@@ -59,8 +59,7 @@ def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 25
         rows.append({"question": it["question"], "gold": it["gold"], "completions": texts[sl],
                      "extracted": [extract_answer(t) for t in texts[sl]],
                      "correct": sum(sc["correct"][sl]) / samples, "strict": sum(strict[sl]) / samples})
-    acc = sum(r["correct"] for r in rows) / len(items)
-    strict_acc = sum(r["strict"] for r in rows) / len(items)
+    acc, strict_acc = sum(r["correct"] for r in rows) / len(items), sum(r["strict"] for r in rows) / len(items)
     return {"accuracy": acc, "ci95": wilson_interval(acc * len(items), len(items)),
             "strict_accuracy": strict_acc, "strict_ci95": wilson_interval(strict_acc * len(items), len(items)),
             "n": len(items), "samples": samples,

@@ -107,7 +107,6 @@ def ratio_interval(ratios: list[float | None]) -> dict:
     """Geometric mean of per-seed ratios (e.g. speed-ups) with the 95% t-interval of their logs,
     exponentiated: ratio, lo, hi, k, of, and the sign-flip p of "log ratio 0"."""
     logs = [math.log(r) for r in ratios if r is not None and r > 0 and math.isfinite(r)]
-    m = mean_interval(logs)
-    ex = (lambda x: None if x is None else math.exp(x))
+    m, ex = mean_interval(logs), (lambda x: None if x is None else math.exp(x))
     return {"ratio": ex(m["mean"]), "lo": ex(m["lo"]), "hi": ex(m["hi"]), "k": m["k"], "of": len(ratios),
             "p": sign_flip_p(logs)}

@@ -86,13 +86,11 @@ def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "
     if len(set(names)) != len(names):
         raise ValueError(f"--arms lists an arm twice: {','.join(names)}")
     cfgs: dict[str, TrainConfig] = {}
-
     def make(name, **kw):  # make_config validates; say which arm a bad setting breaks
         try:
             return make_config(preset, **kw, output_dir=str(out / name))
         except ValueError as e:
             raise ValueError(f"arm {name}: {e}") from None
-
     pods_n = ov.get("n", base.get("n", TrainConfig.n))
     for name in names:
         arm_ov = dict(ov)

@@ -395,8 +395,7 @@ def _csv_row(s: dict, a: str, configs: dict) -> dict:
     cfg = configs.get(a, {})
     row = {"arm": a, "method": cfg.get("method"), "rule": cfg.get("rule") if cfg.get("method") != "grpo" else None,
            "n": cfg.get("n"), "m": cfg.get("m"), "seeds": s["final"][a]["k"]}
-    row.update({f"final_{k}": s["final"][a][k] for k in ("mean", "lo", "hi")})
-    row.update({f"averaged_{k}": s["averaged"][a][k] for k in ("mean", "lo", "hi")})
+    row.update({f"{name}_{k}": s[name][a][k] for name in ("final", "averaged") for k in ("mean", "lo", "hi")})
     for name, d in (("learn", s["learning"][a]), ("vs_focus", s["versus"].get(a)), ("equal_time", s["equal_time"].get(a)),
                     ("averaged_vs_focus", s["averaged_versus"].get(a))):
         if d and d["per_seed"]:

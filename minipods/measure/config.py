@@ -1,5 +1,4 @@
-"""What every part of `python -m minipods.bench` is given: the settings (BenchConfig, QUICK) and the
-shared context (model, tokenizer, device, one fixed set of rollouts)."""
+"""What every part of `python -m minipods.bench` is given: the settings (BenchConfig, QUICK) and the shared Context."""
 
 from __future__ import annotations
 

@@ -100,7 +100,6 @@ def peak_saved_bytes(model, fn) -> int:
     activations, independent of the allocator): each from when it is saved until its box is collected."""
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     live, st = {}, {"cur": 0, "peak": 0}  # storage ptr -> [bytes, boxes alive]
-
     def release(ptr):
         live[ptr][1] -= 1
         if live[ptr][1] == 0:
@@ -119,7 +118,6 @@ def peak_saved_bytes(model, fn) -> int:
         box.t = t
         weakref.finalize(box, release, ptr)
         return box
-
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x.t if isinstance(x, _Saved) else x):
         fn()
     return st["peak"]

@@ -51,11 +51,9 @@ def update_points(ctx: Context, cfg: BenchConfig, repeats: int | None = None, me
     timed = grpo_timer(ctx.model, make_optimizer(ctx.model, tcfg, ctx.device), cfg.micro_batch_size,
                        tcfg.logprob_chunk, 1.0, ctx.device)
     rewards = torch.tensor([float(i % 2) for i in range(len(ro))])  # non-zero advantages
-
     def update(m):
         batch = ro.select(list(range(m)))  # one fixed set: the first m rollouts of the same n
         return timed(batch, group_advantages(rewards[:m], batch.group))[0], int(batch.completion_mask.sum())
-
     ms = [m for m in cfg.m_values if m <= len(ro)]  # validate() saw to at least 2
     update(ms[0])  # warm-up: optimizer state, lazy kernels
     points = []

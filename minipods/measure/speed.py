@@ -90,11 +90,9 @@ def part_rollout_speed(ctx, cfg) -> dict:
                           batch_size=len(prompts) * n)
             runs.append({"seconds": ro.seconds, "tokens": ro.num_tokens, "meta": ro.meta})
     meta = [x["meta"] for x in fast]
-
     def total(runs):
         s, t = sum(x["seconds"] for x in runs), sum(x["tokens"] for x in runs)
         return {"seconds_per_call": s / len(runs), "tokens": t, "tokens_per_s": t / s}
-
     f, p, limits = total(fast), total(plain), machine_limits(device=str(next(model.parameters()).device))
     steps = sum(m["steps"] for m in meta)
     step_s = sum(m["decode_s"] for m in meta) / steps  # achieved seconds per decode step (fast path)

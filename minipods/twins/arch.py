@@ -112,7 +112,6 @@ def twin_folder(spec: str, root: str | os.PathLike, device: str | None = None) -
     """The twin as an HF folder under `root`, built once (on `device`), so `from_pretrained` opens it."""
     hub_id, shrink = parse_twin(spec)
     name = hub_id.replace("/", "--") + "".join(f"-{k}{v}" for k, v in sorted(shrink.items()))
-
     def fill(tmp: Path) -> None:
         model, tok = build_twin(spec, device)
         model.save_pretrained(tmp)
