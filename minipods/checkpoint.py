@@ -120,8 +120,7 @@ def read_log(path: Path, drop_torn_tail: bool = True) -> list[dict]:
     path = Path(path)
     if not path.is_file():
         return []
-    lines = path.read_text().split("\n")  # the last element is "" when the file ends with a newline
-    rows = []
+    lines, rows = path.read_text().split("\n"), []  # lines[-1] is "" when the file ends with a newline
     for i, line in enumerate(lines, 1):
         if not line.strip():
             continue

@@ -266,8 +266,7 @@ def build_parser():
 
 
 def main(argv=None) -> int:
-    prog = "minipods.compare"
-    args = build_parser().parse_args(argv)
+    prog, args = "minipods.compare", build_parser().parse_args(argv)
     try:
         if args.small and args.preset and args.preset != SMALL_PRESET:
             raise ValueError(f"--small conflicts with --preset {args.preset}")

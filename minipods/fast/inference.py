@@ -194,8 +194,7 @@ def _fold(m) -> torch.Tensor:
 def _build_copy(model, layers, upcast: bool, pack: bool, fuse: bool) -> SimpleNamespace:
     """The base model deep-copied, sharing every tensor but the adapted linears' (and the head's, if upcast/packed)."""
     import copy as _copy
-    base = model.get_base_model()
-    folded_ids = {id(m.base_layer.weight) for _, m in layers}
+    base, folded_ids = model.get_base_model(), {id(m.base_layer.weight) for _, m in layers}
     # deepcopy with a memo that maps every other tensor to itself: those are shared, not copied
     memo = {id(t): t for t in list(base.parameters()) + list(base.buffers()) if id(t) not in folded_ids}
     cp = _copy.deepcopy(base, memo)

@@ -59,8 +59,7 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
     grow_in_place (fast.cache). meta: fold_s, prefill_s, decode_s, steps, and which levers applied."""
     from transformers import LogitsProcessorList
     ids, am, prompt_ids, prompt_mask, group = repeat_prompts(tokenizer, prompts, n, max_prompt_tokens)  # (G|B, P)
-    device = next(model.parameters()).device
-    eos = eos_ids(model, tokenizer)
+    device, eos = next(model.parameters()).device, eos_ids(model, tokenizer)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos[0]
     starts = range(0, prompt_ids.shape[0], batch_size)
     if fold_adapter is None:

@@ -90,8 +90,7 @@ def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, lo
     parts = [p for p in PARTS if p in parts]  # fixed order: rollout feeds update
     if cfg.threads:  # 0: torch's default
         torch.set_num_threads(cfg.threads)
-    device = default_device() if cfg.device == "auto" else cfg.device
-    t_start = time.perf_counter()
+    device, t_start = (default_device() if cfg.device == "auto" else cfg.device), time.perf_counter()
     ctx = model_context(cfg, device, model, tokenizer, log) if any(p in MODEL_PARTS for p in parts) \
         else Context(device=device)
     results: dict = {}

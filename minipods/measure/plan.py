@@ -124,8 +124,7 @@ def _phase(rows: int, parts: list) -> dict:
 
 def generation_phase(r: Recipe, t: ModelTerms, n: int, gen_batch: int | None = None) -> dict:
     """Peak of generation: static parts + the larger of the shared prefill and the last decode step."""
-    rows = min(gen_batch or r.gen_batch, r.prompts * n)
-    el = t.gen.kv_element_bytes
+    rows, el = min(gen_batch or r.gen_batch, r.prompts * n), t.gen.kv_element_bytes
     g = A.predict_decode(t.gen, t.arch.kv_elements_per_token * el, t.arch.layers, r.prompts, rows, r.prompt_tokens,
                          r.new_tokens, t.arch.vocab, r.quantize)
     folded = F.weight_bytes(t.arch, None)["linear"]  # fast.inference.folded_copy: the linears once more, bf16
