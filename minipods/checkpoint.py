@@ -1,8 +1,7 @@
 """Run-folder bookkeeping (not from the paper): checkpoints, RNG states, the metrics log, one process per folder.
 
 docs/training.md ("Outputs") says what each file holds. Every write is atomic or an fsynced append, so a
-kill at any point leaves a whole checkpoint; a run folder is data, never code (else `Refused`).
-"""
+kill at any point leaves a whole checkpoint; a run folder is data, never code (else `Refused`)."""
 
 from __future__ import annotations
 
@@ -51,7 +50,6 @@ def prepare_output_dir(out: Path) -> Path:
 def RunLock(out: Path):  # noqa: N802 - a context manager named as the class it was
     """`with RunLock(out):` one process per run folder: filelock's lock on OUTPUT_DIR/.lock, released if it dies."""
     from filelock import FileLock, Timeout
-
     path, holder = Path(out) / LOCK_FILE, "unknown"
     try:
         held = FileLock(path, timeout=0).acquire()
@@ -122,8 +120,7 @@ def read_log(path: Path, drop_torn_tail: bool = True) -> list[dict]:
     path = Path(path)
     if not path.is_file():
         return []
-    lines = path.read_text().split("\n")  # the last element is "" when the file ends with a newline
-    rows = []
+    lines, rows = path.read_text().split("\n"), []  # lines[-1] is "" when the file ends with a newline
     for i, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -195,7 +192,6 @@ def stop_on_os_error(out: Path):
 
 def _save_adapter_files(model, folder: Path) -> None:
     from safetensors import SafetensorError
-
     try:
         model.save_pretrained(folder)  # adapter_config.json + adapter_model.safetensors
     except SafetensorError as e:  # safetensors reports a full disk as its own error: make it an OSError
@@ -309,7 +305,6 @@ def check_adapter(folder: Path) -> Path:
                       "does not load)" if pickles else "") + "; save the adapter as safetensors "
                       "(peft's save_pretrained does by default) and pass that folder")
     from safetensors import safe_open
-
     try:
         with safe_open(str(weights), "pt") as f:  # checks the header and that the data fits the file
             f.keys()
@@ -328,7 +323,6 @@ def check_adapter(folder: Path) -> Path:
 def load_checkpoint(out: Path) -> dict | None:
     """The newest whole checkpoint {path, state, trainer, adapter}; None if none, RunError if none is readable."""
     from safetensors.torch import load_file
-
     out = Path(out)
     found = [out / name for name in (CHECKPOINT, OLD) if (out / name).is_dir()]
     # checkpoint.old can be the only whole one: a kill between the two renames of a save

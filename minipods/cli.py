@@ -1,6 +1,5 @@
 """Command-line helpers: `setting(default, help)` fields become flags defaulting to None, so `overrides` is
-exactly what the user typed (laid over a preset); a bad argument is one line `PROG: error: WHAT`, exit 2.
-"""
+exactly what the user typed (laid over a preset); a bad argument is one line `PROG: error: WHAT`, exit 2."""
 
 from __future__ import annotations
 

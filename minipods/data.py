@@ -3,8 +3,7 @@
 Paper: the single-GPU experiments train on GSM8K (train split) and report accuracy on the
 GSM8K test split; the policy is asked to reason and then give its final answer inside
 `<answer>...</answer>` tags (Section 5 / Appendix: single-GPU setting). The seeded synthetic word
-problems are not from the paper: an offline stand-in, easy enough for a 135M model to get reward.
-"""
+problems are not from the paper: an offline stand-in, easy enough for a 135M model to get reward."""
 
 from __future__ import annotations
 

@@ -24,8 +24,7 @@ maximum, i.e. prefer keeping high rewards.
 
 Binary rewards (0/1, the usual verifiable-reward case): the variance of a
 subset with p ones is p(1-p), so the rule keeps as balanced a split of 0s and
-1s as is available; for odd m the tie-break keeps the extra 1.
-"""
+1s as is available; for odd m the tie-break keeps the extra 1."""
 
 import numpy as np
 

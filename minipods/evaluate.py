@@ -1,8 +1,7 @@
 """Evaluation: batched accuracy on GSM8K test questions (`python -m minipods.evaluate`).
 
 Paper: GSM8K test accuracy, sampled at temperature 0.9 and averaged over repeats (here `samples=k`);
-minipods defaults to greedy decoding; minipods.stats compares two evaluations question by question.
-"""
+minipods defaults to greedy decoding; minipods.stats compares two evaluations question by question."""
 
 from __future__ import annotations
 
@@ -33,7 +32,6 @@ def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 25
     gold, completions, extracted, correct, strict). batch_size bounds memory (greedy results do not depend on it).
     progress: one bar, "evaluating N `what`"."""
     from tqdm.auto import tqdm
-
     if not items:
         raise ValueError("no evaluation items")
     greedy = temperature <= 0
@@ -61,8 +59,7 @@ def evaluate_items(model, tokenizer, items: list[dict], max_new_tokens: int = 25
         rows.append({"question": it["question"], "gold": it["gold"], "completions": texts[sl],
                      "extracted": [extract_answer(t) for t in texts[sl]],
                      "correct": sum(sc["correct"][sl]) / samples, "strict": sum(strict[sl]) / samples})
-    acc = sum(r["correct"] for r in rows) / len(items)
-    strict_acc = sum(r["strict"] for r in rows) / len(items)
+    acc, strict_acc = sum(r["correct"] for r in rows) / len(items), sum(r["strict"] for r in rows) / len(items)
     return {"accuracy": acc, "ci95": wilson_interval(acc * len(items), len(items)),
             "strict_accuracy": strict_acc, "strict_ci95": wilson_interval(strict_acc * len(items), len(items)),
             "n": len(items), "samples": samples,

@@ -16,8 +16,7 @@ Memory: per-token log-probs come from the final hidden states in chunks of token
 `log p(y_t) = logit[y_t] - logsumexp(logits)`, each chunk's (tokens x vocab) logits recomputed in
 backward instead of stored; micro-batches bound the rest. The update's cost grows with m, not n.
 This file runs every kept row as one [prompt | completion] sequence: the plain reference
-(`minipods.fast.update` runs each distinct prompt once, with the same log-probs and gradient).
-"""
+(`minipods.fast.update` runs each distinct prompt once, with the same log-probs and gradient)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """learning_curve.png, the figure `minipods.train` draws at the end of every run.
 
 Reward, held-out accuracy and completion length per step, from metrics.jsonl, on matplotlib's Agg canvas
-(no pyplot, no global backend change); minipods.analysis.plots uses the same `figure`.
-"""
+(no pyplot, no global backend change); minipods.analysis.plots uses the same `figure`."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ def figure(ncols: int = 1, width: float = 7.0, height: float = 4.5):
     """A figure with `ncols` axes side by side, on its own Agg canvas."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-
     fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
     FigureCanvasAgg(fig)
     return fig, fig.subplots(1, ncols)
@@ -60,8 +58,7 @@ def plot_learning_curve(run_dir: str | Path, path: str | Path, window: int = 4):
                                "accuracy (%)"),
                               (ax3, "Mean completion length", "tokens")):
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel("training step")
-        ax.set_ylabel(ylabel)
+        ax.set(xlabel="training step", ylabel=ylabel)
         ax.grid(alpha=0.3)
     fig.suptitle(f"{cfg.get('method', '')} n={cfg.get('n', '?')} m={cfg.get('m', '?')}: {Path(run_dir).name}")
     fig.savefig(path)

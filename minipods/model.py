@@ -2,8 +2,7 @@
 
 Paper (single-GPU setting): Qwen2.5-3B-Instruct in 4 bits (QLoRA: NF4 + double quantisation) with LoRA
 rank 64 / alpha 64 on all linear projections. The KL reference policy is the same network with the
-adapter switched off (`model.disable_adapter()`): no second copy of the weights.
-"""
+adapter switched off (`model.disable_adapter()`): no second copy of the weights."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Named settings for `python -m minipods.train --preset NAME` (and `--small`): explicit flags override.
 
 Each preset says where its values come from; docs/training.md compares `paper` with the authors'
-code setting by setting, and docs/results.md has the runs behind `small` and `laptop`.
-"""
+code setting by setting, and docs/results.md has the runs behind `small` and `laptop`."""
 
 from minipods.model import DEFAULT_MODEL
 

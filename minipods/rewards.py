@@ -7,8 +7,7 @@ the requested <reasoning>/<answer> tags?):
     total_reward = correctness_reward (0 or 1) + format_reward (0 .. 0.1)
 
 Grading is lenient, like the paper's. Every function is linear-time and never raises on a `str`: small
-regexes (no nested quantifiers) run only on bounded slices, so hostile text cannot cause backtracking.
-"""
+regexes (no nested quantifiers) run only on bounded slices, so hostile text cannot cause backtracking."""
 
 import re
 from decimal import Decimal, InvalidOperation

@@ -89,6 +89,21 @@ NEUTRAL_GENERATION = dict(top_k=None, min_p=None, typical_p=1.0, epsilon_cutoff=
                           watermarking_config=None, remove_invalid_values=False)
 
 
+class NonFiniteLogits(ValueError):
+    """NaN/inf logits (float16 overflow), caught before a token is sampled from them: training saves and stops."""
+
+    def __init__(self):
+        super().__init__("non-finite logits (float16 overflowed on this model): a training run saved its whole steps;"
+                         " continue with --resume --dtype float32 (or --dtype bfloat16 on a GPU of capability 8.0+)")
+
+
+def finite_or_raise(input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """A logits processor: (B, V) scores pass unchanged unless a row's max is NaN/inf (one reduction a step)."""
+    if not torch.isfinite(scores.amax(-1)).all():
+        raise NonFiniteLogits()
+    return scores
+
+
 def generation_kwargs(do_sample: bool, temperature: float = 1.0, top_p: float = 1.0) -> dict:
     """`generate` keywords that sample exactly softmax(logits / T) (nucleus-filtered only when
     top_p < 1), or decode greedily, whatever generation_config the model ships. Both engines use it."""
@@ -160,7 +175,8 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
         for s in range(0, B, batch_size):
             out = model.generate(input_ids=prompt_ids[s:s + batch_size].to(device),
                                  attention_mask=prompt_mask[s:s + batch_size].to(device),
-                                 max_new_tokens=max_new_tokens, pad_token_id=pad, eos_token_id=eos, **sampling)
+                                 max_new_tokens=max_new_tokens, pad_token_id=pad, eos_token_id=eos,
+                                 logits_processor=[finite_or_raise] if do_sample else None, **sampling)
             chunks.append(out[:, P:].cpu())  # (b, c_chunk): completions only
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # the run's card (--device cuda:1), not the current one

@@ -1,7 +1,6 @@
 """Intervals and tests (not from the paper): one evaluation's accuracy (Wilson), two evaluations on the same
 questions (Newcombe's paired interval, exact McNemar), and across training runs, where the seed is the unit
-(Student-t over seeds, sign-flip p; ratios on the log scale). No torch, no scipy.
-"""
+(Student-t over seeds, sign-flip p; ratios on the log scale). No torch, no scipy."""
 
 from __future__ import annotations
 
@@ -34,8 +33,7 @@ def newcombe_paired(both: int, first_only: int, second_only: int, neither: int,
     towards 0; 0 when a margin is empty). Not [0, 0] when no question is discordant."""
     n = both + first_only + second_only + neither
     p1, p2 = (both + first_only) / n, (both + second_only) / n
-    l1, u1 = wilson_interval(both + first_only, n, z)
-    l2, u2 = wilson_interval(both + second_only, n, z)
+    (l1, u1), (l2, u2) = wilson_interval(both + first_only, n, z), wilson_interval(both + second_only, n, z)
     margins = (both + first_only) * (second_only + neither) * (both + second_only) * (first_only + neither)
     num = both * neither - first_only * second_only
     num = num - n / 2 if num > n / 2 else (0.0 if num >= 0 else num)
@@ -54,8 +52,7 @@ def paired_difference(correct_a: list, correct_b: list, z: float = 1.96) -> dict
         raise ValueError("paired_difference needs 0/1 correctness per question")
     a, b = [int(x) for x in correct_a], [int(x) for x in correct_b]
     n = len(a)
-    a_only = sum(x > y for x, y in zip(a, b))
-    b_only = sum(y > x for x, y in zip(a, b))
+    a_only, b_only = sum(x > y for x, y in zip(a, b)), sum(y > x for x, y in zip(a, b))
     if n == 0:
         return {"n": 0, "acc_a": None, "acc_b": None, "diff": None, "ci95": (None, None), "p": None,
                 "a_only": 0, "b_only": 0}
@@ -110,7 +107,6 @@ def ratio_interval(ratios: list[float | None]) -> dict:
     """Geometric mean of per-seed ratios (e.g. speed-ups) with the 95% t-interval of their logs,
     exponentiated: ratio, lo, hi, k, of, and the sign-flip p of "log ratio 0"."""
     logs = [math.log(r) for r in ratios if r is not None and r > 0 and math.isfinite(r)]
-    m = mean_interval(logs)
-    ex = (lambda x: None if x is None else math.exp(x))
+    m, ex = mean_interval(logs), (lambda x: None if x is None else math.exp(x))
     return {"ratio": ex(m["mean"]), "lo": ex(m["lo"]), "hi": ex(m["hi"]), "k": m["k"], "of": len(ratios),
             "p": sign_flip_p(logs)}

@@ -122,7 +122,8 @@ class TrainConfig:
         if self.method == "grpo" and self.m != self.n:
             raise ValueError(f"--method grpo updates on all rollouts: --m ({self.m}) must equal --n ({self.n})")
         check_level(self.synthetic_level)
-        check_quantize(self.quantize), default_device(self.device)
+        check_quantize(self.quantize)
+        default_device(self.device)
         if self.lr <= 0 or not math.isfinite(self.lr):
             raise ValueError(f"--lr must be a positive number, got {self.lr}")
         if self.temperature <= 0:
@@ -373,7 +374,7 @@ def _train_locked(cfg: TrainConfig, out: Path, model, tokenizer) -> Path:
                 bar.update(1)
                 bar.set_postfix({"reward": f"{row['reward_mean']:.3f}", "acc": f"{row['correct_frac']:.2f}",
                                  **({"eval": f"{row['eval_accuracy']:.3f}"} if "eval_accuracy" in row else {})})
-    except (KeyboardInterrupt, ValueError) as e:  # ValueError: e.g. a rollout's non-finite logits (fast.sampler)
+    except (KeyboardInterrupt, rollouts.NonFiniteLogits) as e:  # whole steps saved; main prints NonFiniteLogits in one line
         if step > last_saved:
             ckpt_io.save_checkpoint(out, model, engine.optimizer, dict(st), engine.scaler)
         if isinstance(e, KeyboardInterrupt):

@@ -26,8 +26,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 NB_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NB_DIR.glob("*.ipynb"))
-# Pages whose sources changed after their last full-mode run (issue 58: re-run with scripts/run_notebooks.py).
-NOT_RERUN = pytest.mark.xfail(reason="page awaits its clean full-mode re-run (issue 58)", strict=False)
 CELL_TIMEOUT_S = 600
 
 
@@ -63,7 +61,6 @@ def test_notebook_matches_source(path):
                 f"{path.name} cell {i} has a widget output"
 
 
-@NOT_RERUN
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_committed_notebook_has_outputs(path):
     """The committed notebooks carry a real full-mode run, in order, for readers on the repository page."""
@@ -81,7 +78,6 @@ def _outputs_text(cell) -> str:
                    for out in cell.get("outputs", []))
 
 
-@NOT_RERUN
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_committed_outputs_skip_no_run(path):
     """The committed page trained in its own run: scripts/run_notebooks.py executes each notebook in an
@@ -94,7 +90,6 @@ def test_committed_outputs_skip_no_run(path):
         assert not hit, f"{path.name} cell {i} reused a run ({hit.group(0)!r}): re-run `python scripts/run_notebooks.py {path.stem[:2]}`"
 
 
-@NOT_RERUN
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_card_time_is_the_page_total(path):
     """The card's time is written by scripts/run_notebooks.py from the run that made the page: the total

@@ -99,10 +99,12 @@ def test_peak_memory_without_proc_in_each_platforms_units(monkeypatch, platform,
     assert memory.peak_mb("cpu") == mib
 
 
-def test_non_finite_logits_stop_the_run_in_one_line_with_its_whole_steps_saved(tmp_path, monkeypatch, capsys):
-    """An inf in step 3's logits (float16 overflow, injected) is caught before sampling: the run saves steps 1-2
-    (no save was due) and stops with one line naming --dtype float32; --resume then continues from step 3."""
-    policies, at = [], {"step": 0}
+@pytest.mark.parametrize("engine", ["fast", "plain"])
+def test_non_finite_logits_stop_the_run_in_one_line_with_its_whole_steps_saved(tmp_path, monkeypatch, capsys, engine):
+    """An inf in step 3's logits (float16 overflow, injected) is caught before sampling, by either engine (the fast
+    sampler; the plain engine's logits processor): the run saves steps 1-2 (no save was due) and stops with one
+    line naming --dtype float32; --resume then continues from step 3."""
+    policies, at = [], {"step": 0, "poison": True}
     monkeypatch.setattr(T, "load_policy", lambda *a, **kw: policies.append(tiny_policy(seed=0, lora_r=4, lora_alpha=8))
                         or policies[-1])
     real_step, real_sample = T.run_step, InverseCDFSampler.__call__
@@ -114,11 +116,25 @@ def test_non_finite_logits_stop_the_run_in_one_line_with_its_whole_steps_saved(t
             scores[-1, 1] = float("inf")
         return real_sample(self, input_ids, scores)
 
+    def poison_head(module, args, logits):  # the plain engine samples the model's own logits: poison those
+        if at["step"] == 3 and at["poison"] and not torch.is_grad_enabled():
+            logits = logits.clone()
+            logits[-1, -1, 1] = float("inf")
+        return logits
+
+    def load_poisoned(*a, **kw):
+        model, tok = real_load(*a, **kw)
+        next(m for name, m in model.named_modules() if name.endswith("lm_head")).register_forward_hook(poison_head)
+        return model, tok
+
     monkeypatch.setattr(InverseCDFSampler, "__call__", poisoned)
     out = tmp_path / "run"
     argv = ["--data", "synthetic", "--n", "4", "--m", "2", "--prompts-per-step", "2", "--max-new-tokens", "6",
             "--lora-r", "4", "--lora-alpha", "8", "--eval-every", "0", "--save-every", "10", "--max-steps", "3",
-            "--output-dir", str(out), "--no-progress"]
+            "--output-dir", str(out), "--no-progress"] + (["--no-fast"] if engine == "plain" else [])
+    if engine == "plain":
+        real_load = T.load_policy
+        monkeypatch.setattr(T, "load_policy", load_poisoned)
     assert T.main(argv) == 2
     *notice, err = capsys.readouterr().err.strip().splitlines()  # (the synthetic task's notice first)
     assert err.startswith("minipods.train: error: non-finite logits") and "--dtype float32" in err
@@ -128,7 +144,7 @@ def test_non_finite_logits_stop_the_run_in_one_line_with_its_whole_steps_saved(t
     model = policies[-1][0]  # its adapter after step 2 (step 3 stopped before its update): what was saved
     lora = {n.replace(".default", ""): p for n, p in model.named_parameters() if "lora_" in n}
     assert lora and all(torch.equal(saved["adapter"][n], p.detach()) for n, p in lora.items())
-    at["step"] = 0
+    at.update(step=0, poison=False)
     monkeypatch.setattr(InverseCDFSampler, "__call__", real_sample)
     assert T.main(argv + ["--resume"]) == 0
     assert [r["step"] for r in read_rows(out)] == [1, 2, 3]

@@ -13,8 +13,7 @@ about 2x sooner: generating rollouts is cheap and parallel, the update is bound 
 Each arm is a `minipods.train` run in OUTPUT_DIR/ARM (OUTPUT_DIR/seed{s}/ARM with --seeds) from a fresh
 model and the same seed (the same questions in the same order); a finished arm (DONE marker) is skipped on
 a re-run, an interrupted one resumes; DONE records the machine (merge checks that a seed's arms share
-one). Figures, summary and statistics: docs/training.md.
-"""
+one). Figures, summary and statistics: docs/training.md."""
 
 from __future__ import annotations
 
@@ -58,8 +57,7 @@ _PER_ARM = ("method", "rule", "output_dir", "resume")  # TrainConfig fields comp
 
 
 def _shared_overrides(preset: str | None, base: dict, overrides: dict) -> dict:
-    """The settings shared by every arm: the overrides, a --budget-s alone lifting max_steps, and a few
-    evaluations (so there is a curve)."""
+    """The settings every arm shares: the overrides, --budget-s alone lifting max_steps, a few evaluations (a curve)."""
     ov = {k: v for k, v in overrides.items() if v is not None}
     if per_arm := [k for k in _PER_ARM if k in ov]:
         raise ValueError(f"{per_arm[0]} is set per arm by minipods.compare, not as an override")
@@ -80,8 +78,7 @@ def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
     base = PRESETS[preset] if preset else {}
-    ov = _shared_overrides(preset, base, overrides)
-    out = Path(output_dir)
+    ov, out = _shared_overrides(preset, base, overrides), Path(output_dir)
     names = arms if arms is not None else PRESET_ARMS.get(preset, DEFAULT_ARMS)
     names = [a.strip() for a in (names.split(",") if isinstance(names, str) else names) if a.strip()]
     if unknown := [a for a in names if a not in ARMS]:
@@ -89,13 +86,11 @@ def arm_configs(arms=None, preset: str | None = None, output_dir: str | Path = "
     if len(set(names)) != len(names):
         raise ValueError(f"--arms lists an arm twice: {','.join(names)}")
     cfgs: dict[str, TrainConfig] = {}
-
     def make(name, **kw):  # make_config validates; say which arm a bad setting breaks
         try:
             return make_config(preset, **kw, output_dir=str(out / name))
         except ValueError as e:
             raise ValueError(f"arm {name}: {e}") from None
-
     pods_n = ov.get("n", base.get("n", TrainConfig.n))
     for name in names:
         arm_ov = dict(ov)
@@ -132,8 +127,7 @@ def run_comparison(output_dir: str | Path = "runs/compare", arms=None, preset: s
     """Run (or resume) every arm (once per seed with `seeds`), then write the figures and summary into
     `output_dir`. model_factory(cfg) -> (model, tokenizer), once per arm (default: the arm loads
     cfg.model); overrides: TrainConfig fields shared by all arms."""
-    seeds = parse_seeds(seeds) if seeds is not None else None
-    out = Path(output_dir)
+    seeds, out = (parse_seeds(seeds) if seeds is not None else None), Path(output_dir)
     if seeds is not None and overrides.get("seed") is not None:
         raise ValueError("give either --seed or --seeds, not both")
     # seed (None: one comparison, arms in OUTPUT_DIR/ARM) -> arm -> config; seed s: OUTPUT_DIR/seed{s}/ARM
@@ -197,7 +191,6 @@ def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, model_factory, lo
     first = next(iter(cfgs.values()))  # the arms of one run share its seed and budget
     meta = {**_meta(cfgs, preset, overrides), "budget_s": first.budget_s}
     write_atomic(out / results.COMPARISON_FILE, json.dumps(meta, indent=1))
-
     for i, (name, cfg) in enumerate(cfgs.items(), 1):
         status = arm_status(cfg)
         head = f"[{i}/{len(cfgs)}] {name}: {cfg.method} n={cfg.n} m={cfg.m}" + \
@@ -218,7 +211,6 @@ def _run_arms(out: Path, cfgs: dict[str, TrainConfig], preset, model_factory, lo
              "wall_s_this_call": time.perf_counter() - t0, **mach}) + "\n")
         del model, tok
         gc.collect()
-
     meta["fingerprint"] = results.fingerprint({a: results.read_config(c.output_dir) for a, c in cfgs.items()})
     write_atomic(out / results.COMPARISON_FILE, json.dumps(meta, indent=1))
     for p in plots.make({first.seed: {a: Path(c.output_dir) for a, c in cfgs.items()}}, out, meta).values():
@@ -274,8 +266,7 @@ def build_parser():
 
 
 def main(argv=None) -> int:
-    prog = "minipods.compare"
-    args = build_parser().parse_args(argv)
+    prog, args = "minipods.compare", build_parser().parse_args(argv)
     try:
         if args.small and args.preset and args.preset != SMALL_PRESET:
             raise ValueError(f"--small conflicts with --preset {args.preset}")
@@ -290,13 +281,11 @@ def main(argv=None) -> int:
         out = merge.merge(args.merge, args.output_dir) if args.merge else \
             run_comparison(args.output_dir, args.arms, preset, seeds=args.seeds, **shared)
     except KeyboardInterrupt:
-        print(f"\n{prog}: interrupted; run the same command again to resume the unfinished arm(s).",
-              file=sys.stderr)
+        print(f"\n{prog}: interrupted; run the same command again to resume the unfinished arm(s).", file=sys.stderr)
         return 130
     except (ValueError, OSError) as e:
         return cli.fail(prog, e)
-    print()
-    print((out / "summary.md").read_text())
+    print("\n" + (out / "summary.md").read_text())
     return 0
 
 

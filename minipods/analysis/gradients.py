@@ -12,8 +12,7 @@ cosine to the full pool is  c_S^T K c_full / sqrt(c_S^T K c_S * c_full^T K c_ful
 random draws cost no further backward passes (the tests check it against `subset_gradient`).
 
 Silent groups (all rewards equal: no gradient): max-variance keeps unequal rewards whenever the n have
-any (m >= 2), so PODS is silent only as often as a group of n, not of m.
-"""
+any (m >= 2), so PODS is silent only as often as a group of n, not of m."""
 
 from __future__ import annotations
 
@@ -33,8 +32,7 @@ from minipods.rollouts import Rollouts
 def _flat_grad(model, batch: Rollouts, adv: torch.Tensor, num_tokens: float, temperature: float,
                chunk_tokens: int) -> torch.Tensor:
     """(D,) float32 gradient of grpo_loss (one epoch: old_logp = logp, beta 0) w.r.t. the trainable params."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    was_training = model.training
+    params, was_training = [p for p in model.parameters() if p.requires_grad], model.training
     model.train()  # as grpo_update does
     try:
         logp = token_logprobs(model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
@@ -76,11 +74,9 @@ class GradientPool:
 def gradient_pool(model, ro: Rollouts, rewards, temperature: float = 1.0, chunk_tokens: int = 512,
                   progress: bool = False) -> GradientPool:
     """Per-rollout gradients of `ro` (group-major), reduced prompt by prompt to n x n Gram matrices."""
-    n = ro.n
-    P = len(ro) // n
+    n, P = ro.n, len(ro) // ro.n
     r = np.asarray(torch.as_tensor(rewards, dtype=torch.float64)).reshape(P, n)
-    tokens = ro.completion_mask.sum(1).numpy().reshape(P, n)
-    gram = np.zeros((P, n, n))
+    tokens, gram = ro.completion_mask.sum(1).numpy().reshape(P, n), np.zeros((P, n, n))
     for g in tqdm(range(P), desc="per-rollout gradients", leave=False, disable=not progress):
         U = rollout_gradients(model, ro, range(g * n, (g + 1) * n), temperature, chunk_tokens).double()  # (n, D)
         gram[g] = (U @ U.T).numpy()
@@ -106,9 +102,7 @@ def gram_cosine(K: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
     na, nb = gram_norm(K, a), gram_norm(K, b)
     if nb == 0:
         return float("nan")
-    if na == 0:
-        return 0.0
-    return float(np.clip((a @ K @ b) / (na * nb), -1.0, 1.0))
+    return 0.0 if na == 0 else float(np.clip((a @ K @ b) / (na * nb), -1.0, 1.0))
 
 
 def rule_subsets(rewards, m: int, rule: str, draws: int = 1, rng=None) -> list[list[int]]:

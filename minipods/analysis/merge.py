@@ -1,10 +1,8 @@
-"""`python -m minipods.compare --merge DIR... --output-dir OUT`: seed folders (`compare --seed S`, a
-student's hand-in) and studies (`compare --seeds`, an earlier merge) as one study, summarised as `compare
---seeds` does; its runs stay where they are (comparison.json's hand_ins). Refused before anything is
-written: another design (results.fingerprint) or plan (comparison.json), a seed twice, a copy of another
-hand-in, a pilot seed, a missing or unfinished arm, a damaged or edited file (`check_arm` re-derives every
-number), a seed's arms from two machines (docs/class_study.md).
-"""
+"""`python -m minipods.compare --merge DIR... --output-dir OUT`: seed folders (`compare --seed S`, a student's hand-in)
+and studies (`compare --seeds`, an earlier merge) as one study, summarised as `compare --seeds` does; its runs stay
+where they are (comparison.json's hand_ins). Refused before anything is written: another design (results.fingerprint) or
+plan (comparison.json), a seed twice, a copy of another hand-in, a pilot seed, a missing or unfinished arm, a damaged or
+edited file (`check_arm` re-derives every number), a seed's arms from two machines (docs/class_study.md)."""
 
 from __future__ import annotations
 
@@ -147,4 +145,3 @@ def merge(dirs: list, out: str | Path, log=print) -> Path:
         raise
     log(f"merged {len(by_seed)} seeds ({', '.join(map(str, by_seed))}) into {out}")
     return out
-

@@ -5,8 +5,7 @@
 
 A paper run is one seed of an arm (arm = setting, seed = run 1-10, seconds = hours x 3600), so the
 seed-level statistics of minipods serve it unchanged. Each run starts with the base model's evaluation
-(0 s, step 0) and is cut at the paper's 6 hours. Provenance and licence: data/README.md. No torch.
-"""
+(0 s, step 0) and is cut at the paper's 6 hours. Provenance and licence: data/README.md. No torch."""
 
 from __future__ import annotations
 

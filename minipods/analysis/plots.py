@@ -6,8 +6,7 @@
     python -m minipods.plots runs/grpo runs/pods --out figs  # several runs: --out says where
 
 Writes accuracy_vs_time.png (the paper's headline figure), with one seed also FIGURES' other two, and
-summary.md/.csv (minipods.analysis.summary). No torch.
-"""
+summary.md/.csv (minipods.analysis.summary). No torch."""
 
 from __future__ import annotations
 
@@ -41,7 +40,6 @@ def arm_label(name: str, cfg: dict | None) -> str:
 
 def _colors(names):
     from matplotlib import colormaps
-
     return {a: colormaps["tab10"](i % 10) for i, a in enumerate(names)}
 
 
@@ -85,11 +83,9 @@ def plot_accuracy_vs_time(study: dict, path: str | Path, configs: dict | None = 
 
 def plot_reward_vs_step(runs: dict[str, list[dict]], path: str | Path, configs: dict[str, dict] | None = None):
     """Mean training reward per step: all n rollouts (solid) and the kept m (dashed)."""
-    configs, (fig, ax) = configs or {}, figure()
-    colors = _colors(runs)
+    configs, (fig, ax), colors = configs or {}, figure(), _colors(runs)
     for name, rows in runs.items():
-        tr = training_rows(rows)
-        label = arm_label(name, configs.get(name))
+        tr, label = training_rows(rows), arm_label(name, configs.get(name))
         if tr:
             steps = [r["step"] for r in tr]
             ax.plot(steps, [r["reward_mean"] for r in tr], color=colors[name], marker=".", label=label + ": all n")

@@ -1,7 +1,6 @@
 """Reading run folders (written by minipods.train): metrics rows, configs, per-question evaluations,
 a study for minipods.analysis.summary (`read_study`), each arm's costs (`summarize`) and the update
-re-pricing (docs/training.md). No torch.
-"""
+re-pricing (docs/training.md). No torch."""
 
 from __future__ import annotations
 
@@ -131,8 +130,7 @@ def repriced_seconds(rows: list[dict], ran: str, to: str) -> dict[int, float]:
 
 
 def repriced_study(study: dict, rows: dict, configs: dict[str, dict]) -> tuple[str, dict | str]:
-    """The other pricing and the study's seconds under it (rows: seed -> arm -> metrics rows), or why
-    they cannot be computed."""
+    """The other pricing and the study's seconds under it (rows: seed -> arm -> metrics rows), or why there are none."""
     ran = {a: configs[a]["update_pricing"] for by in study.values() for a in by}
     to = "skip_silent" if set(ran.values()) == {"every_row"} else "every_row"
     out: dict = {}
@@ -149,8 +147,7 @@ def find_runs(paths: list[str | Path]) -> tuple[dict[str, Path], Path, dict]:
     """Arm name -> run folder (paths: run folders or folders of them, in comparison.json's order), where
     files go (the one path given, None for several; never a run's parent, which in a study holds that
     seed's summary) and comparison.json (or {})."""
-    runs: dict[str, Path] = {}
-    meta: dict = {}
+    runs, meta = {}, {}  # arm -> run folder, comparison.json
     for p in map(Path, paths):
         if not p.is_dir():
             raise FileNotFoundError(f"{p}: not a folder")

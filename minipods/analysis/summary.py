@@ -6,8 +6,7 @@ is `dict[seed, dict[arm, list[Point]]]` (each list non-empty, in time order), fr
     print("\\n".join(summary_lines(s)))                          # summary.md (write_summary: also .csv)
 
 The rules (target = the baseline's plateau, not its best; no target; censoring) are stated in
-docs/training.md, "Evaluation and the PODS-vs-GRPO comparison", and written once here (`_seed_times`).
-"""
+docs/training.md, "Evaluation and the PODS-vs-GRPO comparison", and written once here (`_seed_times`)."""
 
 from __future__ import annotations
 
@@ -160,8 +159,7 @@ def summarize_study(study: dict, baseline: str | None = BASELINE, focus: str | N
     accuracy's horizon (None: per seed, its arms' earliest end); note: what that statistic is to this study
     as (tag, sentence), e.g. its primary; machines: seed -> results.machine. A missing baseline/focus: left out."""
     arms = list(dict.fromkeys(a for by_arm in study.values() for a in by_arm))
-    baseline = baseline if baseline in arms else None
-    focus = focus if focus in arms else None
+    baseline, focus = (baseline if baseline in arms else None), (focus if focus in arms else None)
     to, got = repriced or (None, None)
     other = None if not (repriced and baseline) else {"to": to, "cannot": got} if isinstance(got, str) else \
         {"to": to, "time": time_to_target(got, baseline)}
@@ -237,8 +235,7 @@ def _time_cell(t: dict, baseline: str, arm: str, unit: str) -> tuple[str, str]:
     r = t["arms"].get(arm)
     if not r or not r["of"]:
         return "-", "-"
-    sec, stp = r["restricted_s"], r["restricted_step"]
-    ge = "≥" if r["reached"] < r["of"] else ""
+    sec, stp, ge = r["restricted_s"], r["restricted_step"], "≥" if r["reached"] < r["of"] else ""
     time = f"{r['reached']}/{r['of']}; {ge}{_t(sec['mean'], unit)}, {ge}{stp['mean']:.1f} steps"
     sp = r["speedup"]
     if arm == baseline or sp["ratio"] is None:
@@ -398,8 +395,7 @@ def _csv_row(s: dict, a: str, configs: dict) -> dict:
     cfg = configs.get(a, {})
     row = {"arm": a, "method": cfg.get("method"), "rule": cfg.get("rule") if cfg.get("method") != "grpo" else None,
            "n": cfg.get("n"), "m": cfg.get("m"), "seeds": s["final"][a]["k"]}
-    row.update({f"final_{k}": s["final"][a][k] for k in ("mean", "lo", "hi")})
-    row.update({f"averaged_{k}": s["averaged"][a][k] for k in ("mean", "lo", "hi")})
+    row.update({f"{name}_{k}": s[name][a][k] for name in ("final", "averaged") for k in ("mean", "lo", "hi")})
     for name, d in (("learn", s["learning"][a]), ("vs_focus", s["versus"].get(a)), ("equal_time", s["equal_time"].get(a)),
                     ("averaged_vs_focus", s["averaged_versus"].get(a))):
         if d and d["per_seed"]:

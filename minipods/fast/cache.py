@@ -2,8 +2,7 @@
 
 transformers' DynamicLayer appends each step with `torch.cat`, moving 2 * B * h * L * d numbers per layer
 and step to store 2 * B * h * d new ones. RoomyLayer allocates room for the whole completion once and
-writes each step into it; attention sees the same values, so the outputs are identical.
-"""
+writes each step into it; attention sees the same values, so the outputs are identical."""
 
 from __future__ import annotations
 

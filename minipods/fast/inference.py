@@ -4,8 +4,7 @@ RL systems (TRL with vLLM, verl) sample from an engine holding its own copy of t
 refreshed after every update; this is that copy in plain transformers. Why: folding the LoRA adapter into
 the weight (W + scale * B @ A) makes each adapted projection one matmul per decode step, not three; folding
 in place and out again would drift bf16 weights, so the policy's tensors are only read. Not for 4-bit
-models (`can_fold`): their copy would cost the memory 4 bits saved.
-"""
+models (`can_fold`): their copy would cost the memory 4 bits saved."""
 
 from __future__ import annotations
 
@@ -139,8 +138,7 @@ def _decode_attention(module, query, key, value, attention_mask, scaling: float 
     """A decode step's attention (one query per row) as two small matmuls, the Hq / Hk query heads sharing
     a KV head taken as query rows (no repeated keys); faster than the CPU's flash kernel at these shapes.
     Returns (B, 1, Hq, d), as transformers' attention functions do."""
-    B, Hq, _, d = query.shape
-    Hk = key.shape[1]
+    (B, Hq, _, d), Hk = query.shape, key.shape[1]
     q = query.reshape(B, Hk, Hq // Hk, d)  # (B, Hk, g, d): query heads grouped by their KV head
     s = torch.matmul(q, key.transpose(-1, -2)) * (scaling if scaling is not None else d ** -0.5)  # (B, Hk, g, L)
     if attention_mask is not None:  # (B, 1, 1, L): bool (True = attend) or additive
@@ -152,9 +150,7 @@ def _decode_attention(module, query, key, value, attention_mask, scaling: float 
 def _copy_attention(module, query, key, value, attention_mask, **kwargs):
     """SDPA attention on exact float32 upcasts of q, k, v (decode steps: _decode_attention), in q's dtype."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-    dtype = query.dtype
-    query, key, value = query.float(), key.float(), value.float()
+    dtype, query, key, value = query.dtype, query.float(), key.float(), value.float()
     if attention_mask is not None and attention_mask.is_floating_point():
         attention_mask = attention_mask.float()
     plain = kwargs.get("dropout", 0.0) == 0.0 and kwargs.get("softcap") is None and kwargs.get("position_bias") is None
@@ -198,9 +194,7 @@ def _fold(m) -> torch.Tensor:
 def _build_copy(model, layers, upcast: bool, pack: bool, fuse: bool) -> SimpleNamespace:
     """The base model deep-copied, sharing every tensor but the adapted linears' (and the head's, if upcast/packed)."""
     import copy as _copy
-
-    base = model.get_base_model()
-    folded_ids = {id(m.base_layer.weight) for _, m in layers}
+    base, folded_ids = model.get_base_model(), {id(m.base_layer.weight) for _, m in layers}
     # deepcopy with a memo that maps every other tensor to itself: those are shared, not copied
     memo = {id(t): t for t in list(base.parameters()) + list(base.buffers()) if id(t) not in folded_ids}
     cp = _copy.deepcopy(base, memo)
@@ -222,7 +216,6 @@ def _build_copy(model, layers, upcast: bool, pack: bool, fuse: bool) -> SimpleNa
     if (upcast or pack) and getattr(cp.config, "_attn_implementation", None) == "sdpa":  # the copy's config is its own
         from transformers import AttentionInterface
         from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
-
         AttentionInterface.register("minipods_copy_attention", _copy_attention)
         ALL_MASK_ATTENTION_FUNCTIONS.register("minipods_copy_attention", sdpa_mask)  # the masks SDPA takes
         cp.set_attn_implementation("minipods_copy_attention")

@@ -3,8 +3,7 @@
 Same `Rollouts` from the same distribution; HF `generate` runs the decode loop. The levers (docs/performance.md
 measures each): shared prefill (each distinct prompt runs once, its KV cache copied to its n rows); inverse-CDF
 sampling (fast.sampler); on CPU, an inference copy with the adapter folded in, its linears packed and q/k/v,
-gate/up fused (fast.inference); a KV cache written in place (fast.cache).
-"""
+gate/up fused (fast.inference); a KV cache written in place (fast.cache)."""
 
 from __future__ import annotations
 
@@ -20,9 +19,8 @@ from minipods.rollouts import Rollouts, assemble, eos_ids, generation_kwargs, po
 
 
 def prefill_distinct(model, ids: torch.Tensor, am: torch.Tensor):
-    """Run the distinct prompts (G, P) once, all but their last token; return each layer's (keys,
-    values), (G, heads, P-1, head_dim), or None where the cache is not a plain DynamicCache (then
-    `generate` prefills every row)."""
+    """Run the distinct prompts (G, P) once, all but their last token; return each layer's (keys, values), (G, heads,
+    P-1, head_dim), or None where the cache is not a plain DynamicCache (then `generate` prefills every row)."""
     if ids.shape[1] < 2:
         return None
     pos = positions_from_mask(am)
@@ -35,7 +33,6 @@ def prefill_distinct(model, ids: torch.Tensor, am: torch.Tensor):
 def _decode(gen, prompt_ids, prompt_mask, group, kv, starts, batch_size, sampler, max_new_tokens, pad, eos, roomy=True):
     """`generate` over the rows in chunks, each row starting from its prompt's cache when there is one."""
     from transformers import DynamicCache
-
     device, P, chunks = next(gen.parameters()).device, prompt_ids.shape[1], []
     for s in starts:
         ids, am = prompt_ids[s:s + batch_size].to(device), prompt_mask[s:s + batch_size].to(device)
@@ -61,16 +58,13 @@ def generate_rollouts(model, tokenizer, prompts: list[str], n: int, max_new_toke
     (folded_copy; CPU default, opt-in on CUDA), pack_weights and fuse_siblings (its pack and fuse),
     grow_in_place (fast.cache). meta: fold_s, prefill_s, decode_s, steps, and which levers applied."""
     from transformers import LogitsProcessorList
-
     ids, am, prompt_ids, prompt_mask, group = repeat_prompts(tokenizer, prompts, n, max_prompt_tokens)  # (G|B, P)
-    device = next(model.parameters()).device
-    eos = eos_ids(model, tokenizer)
+    device, eos = next(model.parameters()).device, eos_ids(model, tokenizer)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos[0]
     starts = range(0, prompt_ids.shape[0], batch_size)
     if fold_adapter is None:
         fold_adapter = device.type == "cpu" and can_fold(model)
     sampler = LogitsProcessorList([InverseCDFSampler(temperature, top_p)] if do_sample else [])
-
     t0 = time.perf_counter()
     with generation_mode(model):
         gen = (folded_copy(model, pack=pack_weights, fuse=fuse_siblings) if fold_adapter else None) or model

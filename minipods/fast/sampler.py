@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from minipods.rollouts import finite_or_raise
+
 
 def sample_inverse_cdf(weights: torch.Tensor, u: torch.Tensor, block: int = 128) -> torch.Tensor:
     """(B,) token ids drawn from the rows of `weights` (B, V), unnormalised and >= 0, with uniforms u (B,)
@@ -44,9 +46,7 @@ class InverseCDFSampler:
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         scores = scores.float() / self.temperature  # (B, V), a new tensor: ours to overwrite
-        if not torch.isfinite(scores.amax(-1)).all():  # NaN/inf: float16 overflowed; stop before sampling garbage
-            raise ValueError("non-finite logits (float16 overflowed on this model): a training run saved its whole steps;"
-                             " continue with --resume --dtype float32 (or --dtype bfloat16 on a GPU of capability 8.0+)")
+        finite_or_raise(input_ids, scores)  # NaN/inf: float16 overflowed; stop before sampling garbage
         if self.top_p is not None:
             scores = self.top_p(input_ids, scores)
         weights = scores.sub_(scores.amax(-1, keepdim=True)).exp_()  # unnormalised softmax, in place

@@ -3,8 +3,7 @@
 The m kept rows of one prompt share its tokens, so the backbone runs each distinct prompt of a micro-batch
 once and its rows' completions attend to that pass (keys/values expanded to the rows with autograd: the
 gradient flows back exactly as through m copies). Micro-batches are as in the plain update. One pass per
-row under gradient checkpointing (transformers drops the KV cache there) or where the cache is not plain.
-"""
+row under gradient checkpointing (transformers drops the KV cache there) or where the cache is not plain."""
 
 from __future__ import annotations
 
@@ -19,7 +18,6 @@ from minipods.rollouts import Rollouts, positions_from_mask
 def shared_prompt_states(model, mb: Rollouts) -> torch.Tensor | None:
     """(B, C, H) hidden states predicting the completion tokens, each distinct prompt run once; None: not here."""
     from transformers import DynamicCache
-
     backbone, _ = backbone_and_head(model)
     device = next(model.parameters()).device
     ids = torch.cat([mb.prompt_ids, mb.completion_ids], 1).to(device)  # (B, L) L = P + C
@@ -49,9 +47,7 @@ def shared_prompt_states(model, mb: Rollouts) -> torch.Tensor | None:
 
 def shared_logprobs(model, mb: Rollouts, temperature: float = 1.0, chunk_tokens: int = 512) -> torch.Tensor:
     """(B, C) completion log-probs, each distinct prompt run once (grpo_update's `logprob_fn`)."""
-    h = None
-    if not (torch.is_grad_enabled() and gradient_checkpointing_on(model)):
-        h = shared_prompt_states(model, mb)
+    h = None if torch.is_grad_enabled() and gradient_checkpointing_on(model) else shared_prompt_states(model, mb)
     if h is None:
         return rollout_logprobs(model, mb, temperature, chunk_tokens)
     return logprobs_from_states(model, h, mb.completion_ids, mb.completion_mask, temperature, chunk_tokens)
@@ -64,10 +60,9 @@ def update_pricing(fast: bool, skip_silent: bool, beta: float) -> str:
 
 def fast_grpo_update(model, optimizer, batch: Rollouts, advantages: torch.Tensor, beta: float = 0.0,
                      skip_silent: bool = True, **kwargs) -> dict:
-    """grpo_update with the shared-prompt pass and, when beta = 0 and `skip_silent`, without the rows whose
-    advantage is 0 (their terms -min(r A, clip(r) A) are 0): the loss is still averaged over the whole
-    batch's tokens (or rows), so the gradient is the full update's. One row is kept when all are silent,
-    so the optimizer still steps."""
+    """grpo_update with the shared-prompt pass and, when beta = 0 and `skip_silent`, without the rows whose advantage is
+    0 (their terms -min(r A, clip(r) A) are 0): the loss is still averaged over the whole batch's tokens (or rows), so
+    the gradient is the full update's. One row is kept when all are silent, so the optimizer still steps."""
     num_tokens, num_rows = max(int(batch.completion_mask.sum()), 1), len(batch)
     if beta == 0 and skip_silent:
         live = advantages.nonzero().flatten().tolist() or [0]

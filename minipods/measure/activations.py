@@ -4,8 +4,7 @@ Measured, never derived by hand (scripts/measure_terms.py: shallow twins on a CP
 meters). Per row of R tokens each term is a R + b R^2 (R^2: the mask's pairs), saved activations again
 per layer. The update peaks at saved + the larger of the working set and the log-prob buffer (never alive
 at once); generation at the larger of the shared prefill and the last decode step, which peaks inside a
-layer (one layer's prompt keys/values copied to the rows) or at the LM head's logits.
-"""
+layer (one layer's prompt keys/values copied to the rows) or at the LM head's logits."""
 
 from __future__ import annotations
 
@@ -89,8 +88,7 @@ def logprob_buffers(quantize: str | None) -> float:
 def predict_update(terms: UpdateTerms, layers: int, rows: int, tokens: int, completion_tokens: int, vocab: int,
                    quantize: str | None, chunk: int = 512) -> dict:
     """A micro-batch's saved activations, working set and log-prob buffer, and its peak above the weights."""
-    saved = terms.saved(layers, rows, tokens)
-    work = terms.working(rows, tokens)
+    saved, work = terms.saved(layers, rows, tokens), terms.working(rows, tokens)
     logprob = logprob_buffers(quantize) * min(chunk, completion_tokens) * vocab * 4
     return {"saved": saved, "working": work, "logprob": logprob, "peak": saved + max(work, logprob)}
 

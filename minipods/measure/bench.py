@@ -9,8 +9,7 @@ The parts (PARTS, in order, each `part(ctx, cfg) -> dict` with `rows(result)`; s
   costmodel  rollout and update seconds as lines: s/step of GRPO and PODS, break-even (costmodel.py)
 
 `--quick`: sizes for a shared 2-core CPU, 1 torch thread (2 ran far slower). TRL: scripts/vs_trl.py; chunked log-prob memory:
-scripts/logprob_memory.py; GPU: scripts/gpu_step.py.
-"""
+scripts/logprob_memory.py; GPU: scripts/gpu_step.py."""
 
 from __future__ import annotations
 
@@ -34,13 +33,13 @@ PARTS = {"rollout": (phases.part_rollout, phases.rows_rollout), "update": (phase
          "select": (phases.part_select, phases.rows_select),
          "costmodel": (costmodel.part_costmodel, costmodel.rows_costmodel)}  # run in this order
 MODEL_PARTS = ("rollout", "update", "costmodel")  # parts that use the in-process model
+PROG = "python -m minipods.bench"
 
 NOTES = {
     "rollout": "batched/sequential: one generate call decodes all n sequences per forward pass, so the weights are "
                "read once per step for n tokens; why generating many rollouts is cheap (PODS's premise)",
-    "update": "update time grows ~linearly with the m kept rollouts (never with the n generated); peak memory is "
-              "set by the micro-batch, so it stops growing once m >= micro-batch (memory: runs apart from the timed "
-              "ones)",
+    "update": "update time grows ~linearly with the m kept rollouts (never with the n generated); peak memory is set "
+              "by the micro-batch, so it stops growing once m >= micro-batch (memory: runs apart from the timed ones)",
     "select": "max_variance sorts once (O(n log n)) and scores m+1 candidates: exponent ~1; at small n fixed "
               "numpy overhead dominates, which pulls the all-n exponent below 1",
 }
@@ -91,8 +90,7 @@ def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, lo
     parts = [p for p in PARTS if p in parts]  # fixed order: rollout feeds update
     if cfg.threads:  # 0: torch's default
         torch.set_num_threads(cfg.threads)
-    device = default_device() if cfg.device == "auto" else cfg.device
-    t_start = time.perf_counter()
+    device, t_start = (default_device() if cfg.device == "auto" else cfg.device), time.perf_counter()
     ctx = model_context(cfg, device, model, tokenizer, log) if any(p in MODEL_PARTS for p in parts) \
         else Context(device=device)
     results: dict = {}
@@ -110,9 +108,6 @@ def run_bench(cfg: BenchConfig, parts: list[str], model=None, tokenizer=None, lo
             "total_s": time.perf_counter() - t_start, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
     return {"meta": meta, "parts": results, "table": format_table(rows), "rows": rows,
             "notes": [f"{p}: {NOTES[p]}" for p in parts if p in NOTES]}
-
-
-PROG = "python -m minipods.bench"
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -148,9 +143,7 @@ def main(argv=None) -> int:
     print(f"minipods.bench: model {cfg.model}, dtype {cfg.dtype}, device {m['device']}, threads {m['threads']}, "
           f"{'quick' if cfg.quick else 'full'} run, {m['total_s']:.0f} s")
     print(out["table"])
-    print("\nnotes:")
-    for n in out["notes"]:
-        print(f"- {n}")
+    print("\n".join(["\nnotes:"] + [f"- {n}" for n in out["notes"]]))
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(out, indent=1, default=float))
     print(f"\nwrote {args.output}")

@@ -15,8 +15,7 @@ def fit_linear(xs, ys) -> tuple[float, float, float]:
     if x.size < 2:
         raise ValueError("need at least 2 points to fit a line")
     slope, intercept = np.polyfit(x, y, 1)
-    res = y - (slope * x + intercept)
-    ss = float(((y - y.mean()) ** 2).sum())
+    res, ss = y - (slope * x + intercept), float(((y - y.mean()) ** 2).sum())
     r2 = 1.0 - float((res ** 2).sum()) / ss if ss > 0 else 1.0
     return float(slope), float(intercept), r2
 
@@ -82,7 +81,6 @@ def grpo_timer(model, optimizer, micro_batch_size: int, chunk_tokens: int = 512,
     """update(batch, advantages) -> (seconds, grpo_update's output) as training runs it, queue drained around."""
     from minipods.fast.update import shared_logprobs
     from minipods.grpo import grpo_update
-
     def update(batch, advantages):
         sync(device)
         t0 = time.perf_counter()

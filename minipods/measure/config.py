@@ -1,5 +1,4 @@
-"""What every part of `python -m minipods.bench` is given: the settings (BenchConfig, QUICK) and the
-shared context (model, tokenizer, device, one fixed set of rollouts)."""
+"""What every part of `python -m minipods.bench` is given: the settings (BenchConfig, QUICK) and the shared Context."""
 
 from __future__ import annotations
 
@@ -74,4 +73,3 @@ def fixed_rollouts(ctx: Context, cfg: BenchConfig):
         ctx.rollouts = generate_rollouts(ctx.model, ctx.tok, [ctx.prompt], cfg.n, max_new_tokens=cfg.max_new_tokens,
                                          batch_size=cfg.n)
     return ctx.rollouts
-

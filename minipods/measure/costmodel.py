@@ -5,8 +5,7 @@ linear, rollout(k) = a_r + b_r k generated and update(k) = a_u + b_u k kept, so 
 T_grpo = rollout(Pm) + update(Pm) (n = m) and T_pods = rollout(Pn) + update(Pm). If one PODS step is
 worth `gain` GRPO steps, PODS reaches a target sooner iff gain > T_pods / T_grpo, and the extra
 rollouts pay up to n_max = (gain T_grpo - update(Pm) - a_r) / (b_r P). The planner's lines: a
-`python -m minipods.bench --parts costmodel` run (load_fit), else the authors' L40S runs (paper_l40s_model).
-"""
+`python -m minipods.bench --parts costmodel` run (load_fit), else the authors' L40S runs (paper_l40s_model)."""
 
 from __future__ import annotations
 
@@ -48,9 +47,8 @@ class CostModel:
         """Seconds per step of GRPO (n = m), GRPO on all n, and PODS (n -> m), with their parts."""
         if not 1 <= m <= n or prompts < 1:
             raise ValueError(f"need 1 <= m <= n and prompts >= 1, got n={n}, m={m}, prompts={prompts}")
-        gm, gn, um, un = (self.rollout(prompts * m), self.rollout(prompts * n), self.update(prompts * m),
-                          self.update(prompts * n))
-        f = self.fixed
+        gm, gn, um, un, f = (self.rollout(prompts * m), self.rollout(prompts * n), self.update(prompts * m),
+                             self.update(prompts * n), self.fixed)
         return {"grpo": f + gm + um, "grpo_all": f + gn + un, "pods": f + gn + um,
                 "parts": {"rollout_m": gm, "rollout_n": gn, "update_m": um, "update_n": un}}
 
@@ -76,8 +74,7 @@ def break_even(pods_s: float, grpo_s: float, gain: float | None = None) -> dict:
 
 def paper_l40s(gain: float | None = None) -> dict:
     """The same arithmetic on the paper's L40S step times."""
-    return {**break_even(PAPER_L40S["pods_s"], PAPER_L40S["grpo_s"], gain), "n": PAPER_L40S["n"],
-            "m": PAPER_L40S["m"]}
+    return {**break_even(PAPER_L40S["pods_s"], PAPER_L40S["grpo_s"], gain), "n": PAPER_L40S["n"], "m": PAPER_L40S["m"]}
 
 
 def paper_l40s_model() -> CostModel:
@@ -92,7 +89,6 @@ def load_fit(path) -> CostModel:
     with {"rollout_fit": {"a", "b"}, "update_fit": {"a", "b"}} at its top or under parts.costmodel)."""
     import json
     from pathlib import Path
-
     d = json.loads(Path(path).read_text())
     d = d.get("parts", {}).get("costmodel", d)
     try:

@@ -1,8 +1,7 @@
 """What a model's weights, adapter, gradients, optimizer and KV cache take, counted from its architecture.
 
 The planner's static part: counts over the real shapes (an offline config built on the meta device),
-each following the storage rules of the library that allocates it (bitsandbytes, peft; docs/gpu.md).
-"""
+each following the storage rules of the library that allocates it (bitsandbytes, peft; docs/gpu.md)."""
 
 from __future__ import annotations
 
@@ -38,7 +37,6 @@ def model_config(model: str):
 
     from minipods.model import DEFAULT_MODEL, ModelNotFoundError, cache_dir, default_gguf_path
     from minipods.twins.arch import TWIN_CONFIGS, TWIN_PREFIX, UnknownTwinError, parse_twin, twin_config
-
     if model == DEFAULT_MODEL:
         try:
             gguf = default_gguf_path()
@@ -72,7 +70,6 @@ def arch_of(cfg) -> Arch:
     """Build the model on the meta device (shapes only) and read off what memory depends on."""
     import torch
     from transformers import AutoModelForCausalLM
-
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(cfg)
     decoder = model.get_decoder()
@@ -119,4 +116,3 @@ def optimizer_bytes(arch: Arch, r: int, kind: str) -> int:
     small = sum(8 * n for n in sizes if n < ADAM8_MIN_SIZE)
     big = sum(2 * n + 2 * 4 * math.ceil(n / ADAM8_BLOCK) for n in sizes if n >= ADAM8_MIN_SIZE)
     return small + big + (2 * 4 * ADAM8_QMAP if big else 0)
-

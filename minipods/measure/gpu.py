@@ -3,8 +3,7 @@ the recipe on its twin beside the planner), scripts/gpu_check.py and scripts/mea
 
 Paper (single GPU): Qwen2.5-3B-Instruct in NF4, LoRA r=64, gradient checkpointing, 8-bit AdamW, 512 + 512
 tokens, m=16 of n=64, on the architecture twin (real shapes, random weights, offline) fed random ids: an
-update's cost does not depend on the weights.
-"""
+update's cost does not depend on the weights."""
 
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ def load_recipe(name: str, quantize: str | None, lora_r: int, lora_alpha: int, c
     """(policy, tokenizer, optimizer) as training loads them (optimizer: auto | adamw | adamw8bit)."""
     from minipods.model import load_policy
     from minipods.train import make_config, make_optimizer
-
     torch.manual_seed(seed)
     model, tok = load_policy(name, quantize=quantize, lora_r=lora_r, lora_alpha=lora_alpha, dtype=dtype,
                              device=device, gradient_checkpointing=ckpt)
@@ -27,7 +25,6 @@ def recipe_batch(model, prompts: int, m: int, tokens: int, prompt_tokens: int | 
     """(Rollouts, advantages): m rows per prompt of `tokens` random ids, `prompt_tokens` (default: half) of
     them prompt, padded as rollouts are (one prompt left-padded, one completion cut)."""
     from minipods.rollouts import Rollouts
-
     rows, vocab, g = prompts * m, model.get_output_embeddings().weight.shape[0], torch.Generator().manual_seed(seed)
     P = tokens // 2 if prompt_tokens is None else prompt_tokens
     C = tokens - P

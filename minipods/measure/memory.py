@@ -2,8 +2,7 @@
 
 PODS's case (paper, Section 3): the update's memory grows with the rollouts it trains on, generation's
 does not. MemoryMeter reads CUDA's allocator, or on a CPU the tensor allocator's events (torch's profiler)
-summed in time order: exact, unlike the resident set size, but slow, so memory runs are never timed.
-"""
+summed in time order: exact, unlike the resident set size, but slow, so memory runs are never timed."""
 
 from __future__ import annotations
 
@@ -101,7 +100,6 @@ def peak_saved_bytes(model, fn) -> int:
     activations, independent of the allocator): each from when it is saved until its box is collected."""
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     live, st = {}, {"cur": 0, "peak": 0}  # storage ptr -> [bytes, boxes alive]
-
     def release(ptr):
         live[ptr][1] -= 1
         if live[ptr][1] == 0:
@@ -120,7 +118,6 @@ def peak_saved_bytes(model, fn) -> int:
         box.t = t
         weakref.finalize(box, release, ptr)
         return box
-
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x.t if isinstance(x, _Saved) else x):
         fn()
     return st["peak"]

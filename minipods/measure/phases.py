@@ -1,8 +1,7 @@
 """The bench's parts on one model: rollout throughput, update cost against m, selection time.
 
 PODS's asymmetry (paper, Section 3) on one fixed set of n rollouts (config.fixed_rollouts); what each
-part compares: measure/bench.py. Memory runs (memory.MemoryMeter) are apart from the timed ones.
-"""
+part compares: measure/bench.py. Memory runs (memory.MemoryMeter) are apart from the timed ones."""
 
 from __future__ import annotations
 
@@ -48,16 +47,13 @@ def update_points(ctx: Context, cfg: BenchConfig, repeats: int | None = None, me
     defaults on the first m of the fixed set, for each --m-values m <= n; the costmodel part reuses them."""
     from minipods.grpo import group_advantages
     from minipods.train import make_config, make_optimizer
-
     ro, tcfg = fixed_rollouts(ctx, cfg), make_config()
     timed = grpo_timer(ctx.model, make_optimizer(ctx.model, tcfg, ctx.device), cfg.micro_batch_size,
                        tcfg.logprob_chunk, 1.0, ctx.device)
     rewards = torch.tensor([float(i % 2) for i in range(len(ro))])  # non-zero advantages
-
     def update(m):
         batch = ro.select(list(range(m)))  # one fixed set: the first m rollouts of the same n
         return timed(batch, group_advantages(rewards[:m], batch.group))[0], int(batch.completion_mask.sum())
-
     ms = [m for m in cfg.m_values if m <= len(ro)]  # validate() saw to at least 2
     update(ms[0])  # warm-up: optimizer state, lazy kernels
     points = []
@@ -99,8 +95,7 @@ def rows_update(r: dict) -> list[list[str]]:
 
 def part_select(ctx: Context, cfg: BenchConfig, m_frac: float = 0.25) -> dict:
     from minipods.downsample import max_variance
-    rng = np.random.default_rng(cfg.seed)
-    secs, ms = [], []
+    rng, secs, ms = np.random.default_rng(cfg.seed), [], []
     for n in cfg.select_sizes:
         r = rng.integers(0, 2, n) + 0.025 * rng.integers(0, 5, n)  # correctness + format bonus, as total_reward
         ms.append(max(1, int(n * m_frac)))

@@ -3,8 +3,7 @@
 PODS (paper, Section 3): generation holds the KV cache of the rollouts in flight, the update one
 micro-batch's activations, the adapter's gradients and the optimizer, so past a full generate call and
 micro-batch n and m cost time, not memory. Parts: footprint.py (counted), activations.py (measured on a
-CPU); step times: costmodel.py; output: docs/gpu.md.
-"""
+CPU); step times: costmodel.py; output: docs/gpu.md."""
 
 from __future__ import annotations
 
@@ -63,11 +62,9 @@ class Recipe(SimpleNamespace):
 
 
 def make_recipe(pc: PlanConfig) -> Recipe:
-    """The preset (minipods.train.PRESETS over TrainConfig's defaults), then the flags given, checked as a
-    run checks them (TrainConfig)."""
+    """The preset (minipods.train.PRESETS over TrainConfig's defaults), then the flags given, checked as a run's."""
     from minipods.model import check_quantize
     from minipods.train import make_config
-
     if pc.preset not in PRESETS:
         raise ValueError(f"--preset must be one of {', '.join(PRESETS)}, got {pc.preset!r}")
     cfg = make_config(pc.preset, **{k: getattr(pc, k, None) for k in RECIPE_FIELDS})  # None: not given
@@ -95,7 +92,6 @@ def model_terms(model: str, quantize: str | None, terms_file: str | None = None)
     """The architecture and the measured terms: stored for known models (activations.STORED), else read from
     `terms_file` (the same format: one model's entry)."""
     import json
-
     cfg, q = F.model_config(model), quantize or "none"  # an unknown model fails here first
     t = A.STORED.get(model.removeprefix("random:"), {}).get(q)
     source = "stored" if t else f"measured ({terms_file})"
@@ -114,8 +110,7 @@ def model_terms(model: str, quantize: str | None, terms_file: str | None = None)
 # peak; the others are shown for what they would take (they peak at another moment, below this one).
 def _static_parts(r: Recipe, t: ModelTerms) -> list[tuple[str, float, bool]]:
     w = F.weight_bytes(t.arch, r.quantize)
-    kind = "4-bit NF4 + scales" if r.quantize == "4bit" else "bf16"
-    rest = "float32" if r.quantize == "4bit" else "bf16"
+    kind, rest = ("4-bit NF4 + scales", "float32") if r.quantize == "4bit" else ("bf16", "bf16")
     opt = "AdamW 8-bit" if r.optimizer == "adamw8bit" else "AdamW 32-bit"
     return [(f"base weights: decoder linear layers ({kind})", w["linear"], True),
             (f"base weights: embedding = LM head, norms, biases ({rest})", w["other"], True),
@@ -129,8 +124,7 @@ def _phase(rows: int, parts: list) -> dict:
 
 def generation_phase(r: Recipe, t: ModelTerms, n: int, gen_batch: int | None = None) -> dict:
     """Peak of generation: static parts + the larger of the shared prefill and the last decode step."""
-    rows = min(gen_batch or r.gen_batch, r.prompts * n)
-    el = t.gen.kv_element_bytes
+    rows, el = min(gen_batch or r.gen_batch, r.prompts * n), t.gen.kv_element_bytes
     g = A.predict_decode(t.gen, t.arch.kv_elements_per_token * el, t.arch.layers, r.prompts, rows, r.prompt_tokens,
                          r.new_tokens, t.arch.vocab, r.quantize)
     folded = F.weight_bytes(t.arch, None)["linear"]  # fast.inference.folded_copy: the linears once more, bf16
@@ -159,8 +153,7 @@ def evaluation_phase(r: Recipe, t: ModelTerms, eval_batch: int | None = None) ->
 
 def update_phase(r: Recipe, t: ModelTerms, m: int, micro_batch: int | None = None) -> dict:
     """Peak of the update: static parts + gradients + the larger of a micro-batch's and the optimizer step's."""
-    rows = min(micro_batch or r.micro_batch, r.prompts * m)
-    tokens = r.prompt_tokens + r.new_tokens
+    rows, tokens = min(micro_batch or r.micro_batch, r.prompts * m), r.prompt_tokens + r.new_tokens
     u = A.predict_update(t.update[r.ckpt], t.arch.layers, rows, tokens, rows * r.new_tokens, t.arch.vocab,
                          r.quantize, r.chunk)
     sizes = F.lora_shapes(t.arch, r.lora_r)
@@ -208,7 +201,6 @@ def candidates(r: Recipe) -> list[tuple[int, int]]:
 def cost_model(pc: PlanConfig, r: Recipe):
     """(CostModel, where its lines come from); (None, why) for a card with no step time measured."""
     from minipods.measure import costmodel as C
-
     if pc.costmodel:
         return C.load_fit(pc.costmodel), f"fitted lines of {pc.costmodel}"
     if pc.gpu.upper() != "L40S":
@@ -233,8 +225,7 @@ def plan(pc: PlanConfig) -> dict:
         rows.append({"n": n, "m": m, "generation": g, "update": u, "fits": fits(g["peak"], pc) and fits(u["peak"], pc),
                      "grpo_s": s["grpo"], "pods_s": s["pods"], "break_even": cm and s["pods"] / s["grpo"]})
     top = lambda key, fixed: max((x[key] for x in rows if x["fits"] and x[fixed] == getattr(r, fixed)), default=0)  # noqa: E731
-    u = t.update[r.ckpt]
-    T = r.prompt_tokens + r.new_tokens
+    u, T = t.update[r.ckpt], r.prompt_tokens + r.new_tokens
     return {"recipe": r, "terms": t, "time_source": source, "rows": rows,
             "generation": generation_phase(r, t, r.n), "update": update_phase(r, t, r.m),
             "evaluation": evaluation_phase(r, t), "eval_batch_max": largest_batch(
@@ -253,7 +244,6 @@ def _gib(b: float) -> str:
 def verdict(p: dict, pc: PlanConfig) -> list[str]:
     """The plain-language end: does the recipe fit, what limits n and m, what a step costs."""
     r, g, u = p["recipe"], p["generation"], p["update"]
-    room = pc.gpu_gb - pc.headroom_gb
     name = f"{r.model} ({'4-bit' if r.quantize else 'bf16'})"
     if fits(g["peak"], pc) and fits(u["peak"], pc):
         out = [f"Verdict: yes. {name} runs PODS n={r.n} -> m={r.m} on a {pc.gpu_gb:g} GiB card: generation peaks at "
@@ -262,7 +252,7 @@ def verdict(p: dict, pc: PlanConfig) -> list[str]:
         bad = [f"the {ph} needs {_gib(x['peak'])} GiB" for ph, x in (("generation", g), ("update", u))
                if not fits(x["peak"], pc)]
         out = [f"Verdict: no. {name}, PODS n={r.n} -> m={r.m}: {' and '.join(bad)}, but a {pc.gpu_gb:g} GiB card leaves "
-               f"{room:g} GiB after the headroom."]
+               f"{pc.gpu_gb - pc.headroom_gb:g} GiB after the headroom."]
         fixes = []
         for ph, x, best, flag in (("generation", g, p["gen_batch_max"], "--gen-batch-size"),
                                   ("update", u, p["micro_batch_max"], "--micro-batch-size")):

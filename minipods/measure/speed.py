@@ -3,8 +3,7 @@
 Paper (Section 3): PODS assumes inference is cheap next to the update, true only if the rollout code
 runs near what the hardware allows. The second half of the bench's rollout and update parts, at the
 --small shape: fast vs plain (HF `generate`) rollouts with the decode step against its roofline limit,
-and grpo_update's log-prob passes against each other. Results: docs/performance.md.
-"""
+and grpo_update's log-prob passes against each other. Results: docs/performance.md."""
 
 from __future__ import annotations
 
@@ -80,7 +79,6 @@ def part_rollout_speed(ctx, cfg) -> dict:
     times after a warm-up; tokens/s: each side's total tokens over its total seconds."""
     from minipods.fast.rollouts import generate_rollouts as fast_generate
     from minipods.rollouts import generate_rollouts as plain_generate
-
     model, tok, prompts, n, T = ctx.model, ctx.tok, _prompts(ctx, cfg), cfg.speed_n, cfg.speed_temperature
     fast_generate(model, tok, prompts[:1], 2, max_new_tokens=4, temperature=T)  # warm-up
     plain_generate(model, tok, prompts[:1], 2, max_new_tokens=4, temperature=T, batch_size=2)
@@ -92,13 +90,10 @@ def part_rollout_speed(ctx, cfg) -> dict:
                           batch_size=len(prompts) * n)
             runs.append({"seconds": ro.seconds, "tokens": ro.num_tokens, "meta": ro.meta})
     meta = [x["meta"] for x in fast]
-
     def total(runs):
         s, t = sum(x["seconds"] for x in runs), sum(x["tokens"] for x in runs)
         return {"seconds_per_call": s / len(runs), "tokens": t, "tokens_per_s": t / s}
-
-    f, p = total(fast), total(plain)
-    limits = machine_limits(device=str(next(model.parameters()).device))
+    f, p, limits = total(fast), total(plain), machine_limits(device=str(next(model.parameters()).device))
     steps = sum(m["steps"] for m in meta)
     step_s = sum(m["decode_s"] for m in meta) / steps  # achieved seconds per decode step (fast path)
     P = len(tok(prompts[0], add_special_tokens=False).input_ids)
@@ -113,9 +108,8 @@ def part_rollout_speed(ctx, cfg) -> dict:
 
 
 def rows_rollout_speed(r: dict) -> list[list[str]]:
-    f, p, lim, roof = r["fast"], r["plain"], r["limits"], r["roofline"]
+    f, p, lim, roof, parts = r["fast"], r["plain"], r["limits"], r["roofline"], r["fast_parts_s"]
     shape = f"{r['prompts']} prompts x n={r['n']}, {r['max_new_tokens']} new tok, T={r['temperature']}"
-    parts = r["fast_parts_s"]
     return [
         ["rollout", f"plain generate ({shape})", f"{p['tokens_per_s']:.1f} tok/s, {fmt_s(p['seconds_per_call'])}/call"],
         ["rollout", "generate_rollouts (all levers: " + ", ".join(k for k, on in r["levers"].items() if on) + ")",
@@ -136,7 +130,6 @@ def part_update_speed(ctx, cfg) -> dict:
     from minipods.fast.rollouts import generate_rollouts
     from minipods.fast.update import shared_logprobs
     from minipods.grpo import grpo_update, naive_token_logprobs, rollout_logprobs
-
     model, prompts, n, rounds, mbs = (ctx.model, _prompts(ctx, cfg), cfg.speed_n, cfg.speed_update_rounds,
                                       cfg.micro_batch_size)
     torch.manual_seed(cfg.seed)
@@ -164,8 +157,7 @@ def part_update_speed(ctx, cfg) -> dict:
 
 
 def rows_update_speed(r: dict) -> list[list[str]]:
-    s = r["seconds"]
-    shape = f"{r['rows']} rows ({r['groups']} prompts), micro-batch {r['micro_batch_size']}"
+    s, shape = r["seconds"], f"{r['rows']} rows ({r['groups']} prompts), micro-batch {r['micro_batch_size']}"
     return [["update", f"plain GRPO step, full log_softmax ({shape})", f"{fmt_s(s['plain'])}/update"],
             ["update", "grpo_update, every row in full (the plain pass)", f"{fmt_s(s['unshared'])}/update"],
             ["update", "grpo_update (each prompt once per micro-batch)", f"{fmt_s(s['fast'])}/update"],

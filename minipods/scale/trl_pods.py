@@ -6,8 +6,7 @@ has the user's side (settings, the 8-GPU command of scripts/trl_pods.py, what di
 Where it hooks in: the dict TRL's `_generate_and_score_completions` returns keeps, in every per-row tensor, the m
 rows per prompt selected on the reward the advantages use (`pods_rewards`), with `advantages` recomputed within
 the kept m (`kept_advantages`) and `num_items_in_batch` recounted: TRL's loss, backward and optimizer step see only
-the kept rows. Every process selects the same rows of the gathered global batch and keeps its own slice.
-"""
+the kept rows. Every process selects the same rows of the gathered global batch and keeps its own slice."""
 
 from __future__ import annotations
 
@@ -28,7 +27,6 @@ _IMAGE_KEYS = ("pixel_values", "image_grid_thw", "pixel_attention_mask", "image_
 @dataclass
 class PODSGRPOConfig(GRPOConfig):
     """[`~trl.GRPOConfig`] plus PODS down-sampling: `pods_m` (the paper's m; n is `num_generations`), `pods_rule`."""
-
     pods_m: int | None = field(default=None, metadata={"help": (
         "Rollouts per prompt kept for the update (PODS's m), in [2, num_generations]; `None` keeps all (stock "
         "GRPO). Batch sizes count generated rollouts: a micro-batch trains on per_device_train_batch_size * "
@@ -84,8 +82,7 @@ def pods_rewards(rewards_per_func: torch.Tensor, weights: torch.Tensor, n: int, 
 def select_rows(rewards: torch.Tensor, n: int, m: int, rule: str, generator) -> list[int]:
     """Global rows (each prompt's m in increasing order) that `rule` keeps from every group of n rewards. A NaN
     reward (a row that cannot teach) is no candidate; NaN rows fill, in order, a group with fewer than m others."""
-    r = rewards.double().cpu().numpy()
-    kept = []
+    r, kept = rewards.double().cpu().numpy(), []
     for start in range(0, r.size, n):
         rows = np.arange(start, start + n)
         ok, rest = rows[~np.isnan(r[rows])], rows[np.isnan(r[rows])]
@@ -177,10 +174,8 @@ class PODSGRPOTrainer(GRPOTrainer):
         m = self.args.pods_m
         # A NaN row counts as its group's mean: "all equal" means no GRPO signal among the rows that can teach.
         groups = torch.where(torch.isnan(groups), torch.nanmean(groups, 1, keepdim=True).nan_to_num(0.0), groups)
-
         def frac_all_equal(g):  # (P, k) -> fraction of prompts whose k rewards are all equal
             return (g.amax(1) == g.amin(1)).float().mean().item()
-
         metrics = self._metrics["train"]
         metrics["pods/kept_reward"].append(torch.nanmean(raw[rows]).item())
         metrics["pods/kept_reward_std"].append(nanstd(raw[rows]).item())

@@ -1,6 +1,5 @@
 """Architecture twins (`--model random:<hub id>`): a known hub architecture with seeded random weights and a
-byte-level tokenizer, built offline, to measure the paper's Qwen2.5-3B recipe (memory, speed) with no hub access.
-"""
+byte-level tokenizer, built offline, to measure the paper's Qwen2.5-3B recipe (memory, speed) with no hub access."""
 
 from __future__ import annotations
 
@@ -63,10 +62,8 @@ def parse_twin(spec: str) -> tuple[str, dict]:
 def twin_config(hub_id: str, **shrink):
     """The transformers config of a known hub architecture; `shrink` (SHRINK_KEYS) makes it smaller."""
     from transformers import AutoConfig
-
     hub_id = _known(hub_id)
-    bad = sorted(set(shrink) - set(SHRINK_KEYS))
-    if bad:
+    if bad := sorted(set(shrink) - set(SHRINK_KEYS)):
         raise UnknownTwinError(f"unknown shrink key(s) {bad}; expected some of {', '.join(SHRINK_KEYS)}")
     values = {k: v for k, v in TWIN_CONFIGS[hub_id].items() if k != "model_type"}
     values.update({SHRINK_KEYS[k]: v for k, v in shrink.items()})
@@ -81,7 +78,6 @@ def twin_tokenizer():
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
     from transformers.convert_slow_tokenizer import bytes_to_unicode  # GPT-2's byte -> character map
-
     b2u = bytes_to_unicode()
     vocab = {b2u[b]: b for b in range(256)} | {t: 256 + i for i, t in enumerate(TWIN_SPECIALS)}
     tk = Tokenizer(models.BPE(vocab=vocab, merges=[]))
@@ -96,10 +92,8 @@ def twin_tokenizer():
 def build_twin(spec: str, device: str | None = None, dtype: torch.dtype = torch.bfloat16):
     """(model, tokenizer): the twin with seeded random weights, built on `device` in `dtype` (no LoRA)."""
     from transformers import AutoModelForCausalLM
-
     hub_id, shrink = parse_twin(spec)
-    tok = twin_tokenizer()
-    cfg = twin_config(hub_id, **shrink)
+    tok, cfg = twin_tokenizer(), twin_config(hub_id, **shrink)
     # the twin's tokenizer ids (the real ones, 151643/151645, are not in a byte-level vocabulary)
     cfg.bos_token_id, cfg.eos_token_id, cfg.pad_token_id = None, tok.eos_token_id, tok.pad_token_id
     if cfg.vocab_size < len(tok):
@@ -118,7 +112,6 @@ def twin_folder(spec: str, root: str | os.PathLike, device: str | None = None) -
     """The twin as an HF folder under `root`, built once (on `device`), so `from_pretrained` opens it."""
     hub_id, shrink = parse_twin(spec)
     name = hub_id.replace("/", "--") + "".join(f"-{k}{v}" for k, v in sorted(shrink.items()))
-
     def fill(tmp: Path) -> None:
         model, tok = build_twin(spec, device)
         model.save_pretrained(tmp)

@@ -19,7 +19,6 @@ def tiny_tokenizer():
     """One token per printable ASCII character."""
     from tokenizers import Tokenizer, decoders, models
     from transformers import PreTrainedTokenizerFast
-
     vocab = {t: i for i, t in enumerate(TINY_SPECIALS + TINY_CHARS)}
     tk = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>"))
     tk.decoder = decoders.Fuse()
@@ -33,9 +32,7 @@ def tiny_policy(seed: int = 0, lora_r: int = 8, lora_alpha: int = 16, hidden: in
                 quantize: str | None = None, lora: bool = True, gradient_checkpointing: bool = False):
     """(policy, tokenizer): a randomly initialised 2-layer Llama (~0.1M params) with LoRA."""
     from transformers import LlamaConfig, LlamaForCausalLM
-
-    quantize = check_quantize(quantize)
-    tok = tiny_tokenizer()
+    quantize, tok = check_quantize(quantize), tiny_tokenizer()
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
                       num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
                       max_position_embeddings=1024, tie_word_embeddings=True,
