@@ -205,8 +205,8 @@ def synthetic_split(split: str, limit: int | None = None, seed: int = 0, level: 
 
 # printed on stderr, not a Python warning: no file:line, not silenced by warning filters
 SYNTHETIC_NOTICE = "minipods: using the SYNTHETIC word-problem task, not GSM8K: {why}. Results are not comparable with the paper."
-WHY_CHOSEN = ("chosen by --data synthetic (the --small preset's task: SmolLM2-135M almost never solves GSM8K, "
-              "so GRPO would see no reward signal)")
+WHY_CHOSEN = ("chosen by --data synthetic (the CPU presets' task, small, laptop and class: SmolLM2-135M almost never "
+              "solves GSM8K, so GRPO would see no reward signal)")
 
 
 def load_task(name: str = "gsm8k", split: str = "train", data_dir=None, limit: int | None = None,

@@ -222,7 +222,7 @@ check("01.2", completion_mask)
 # The cell below samples $k$ completions of one prompt at each temperature and measures how alike they
 # are: the distinct first tokens, and the mean number of leading tokens two completions share. Sampled
 # completions of 24 tokens are all distinct at either temperature (one differing token suffices), but
-# at $T = 0.5$ pairs share several leading tokens (the same opening, "Natalia sold 48 clips...") and a
+# at $T = 0.5$ pairs share several leading tokens (the same opening words) and a
 # single first token, while at $T = 1.2$ they part after about one token: lower $T$, more alike
 # (asserted in full mode).
 

@@ -27,9 +27,9 @@
 # reward row). The same: a correctness term of 1.0 that dominates, graded leniently (the `<answer>`
 # block or else the last number in the text), plus a small format bonus of 0.025 per tag. Different: the
 # authors check correctness with the `math_verify` library (symbolic equivalence; minipods compares
-# normalised numbers, enough for GSM8K's integer answers), and their format part adds up to 0.1 for a
-# strict `<think>…</think><answer>…</answer>` layout (minus 0.01 per extra character), so their reward
-# reaches 1.2 where minipods' reaches 1.1 (tags `<reasoning>`/`<answer>`). Since the down-sampling rule
+# normalised numbers, enough for GSM8K's integer answers), and their format part adds a further 0.1 for a
+# strict `<think>…</think><answer>…</answer>` layout (minus 0.01 per extra character) on top of 0.025 per
+# tag, so their reward reaches 1.2 where minipods' reaches 1.1 (tags `<reasoning>`/`<answer>`). Since the down-sampling rule
 # mostly separates correct from wrong answers, the correctness term, lenient in both, is what matters.
 #
 # This notebook: the GSM8K answer format, extracting the final number from real and adversarial
@@ -278,7 +278,8 @@ if not SMALL:  # the prose above, on SmolLM2 (the tiny random model of SMALL mod
 
 # %% [markdown]
 # **Mixed groups, from real training runs.** The groups above come from the untrained model. The class
-# study (`studies/class12`, 12 seeds, read in notebook 05) trained the same model with GRPO on GSM8K, one
+# study (`studies/class12`, 12 seeds, read in notebook 05) trained the same model with GRPO on the package's
+# synthetic word problems (the `class` preset's task, not GSM8K: above, GSM8K is almost never solved), one
 # question and $n = 4$ rollouts a step, and each step's row of `metrics.jsonl` records the share of its
 # rollouts that were right (`correct_frac`). With one question a step that share *is* the group: $k$ right
 # of 4 means rewards $k$ ones and $4-k$ zeros (plus format bonuses, which these runs hardly ever earned).
@@ -314,8 +315,8 @@ assert all(v > 0.2 for v in mixed.values()), "the prose says every run trains on
 # \nabla_\theta \mathcal L = -\frac{1}{N}\sum_i A_i \sum_t \nabla_\theta \log \pi_\theta(o_{i,t}\mid q, o_{i,<t})$$
 #
 # (at the first gradient step, where the importance ratio is 1; $N$ = number of tokens). $\operatorname{std}$
-# is the **sample** standard deviation (divisor $n-1$, `torch.std`'s default, as in DeepSeekMath's and
-# TRL's code), not `np.std`'s population one (divisor $n$): for rewards $[1, 0, 0, 0]$ the correct
+# is the **sample** standard deviation (divisor $n-1$, `torch.std`'s default, as in TRL's
+# GRPO code), not `np.std`'s population one (divisor $n$): for rewards $[1, 0, 0, 0]$ the correct
 # rollout's advantage is $0.75/0.5 = 1.5$, not $0.75/0.433 = 1.73$ (checked below).
 #
 # If all $r_i$ are equal, every $A_i = 0$ and the prompt's **policy-gradient term is exactly zero** — its

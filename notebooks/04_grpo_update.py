@@ -12,7 +12,7 @@
 # > * **You will learn:** (1) advantages on the kept subset and the clipped surrogate; (2) three ways to average over tokens (DeepSeekMath's GRPO, DAPO, Dr. GRPO) and whom each weighs; (3) why update time grows with m while activation memory is capped by the micro-batch; QLoRA and the planner.
 # > * **Comes first:** 03.
 # > * **Background:** PPO's probability ratio and clipped objective (Schulman et al. 2017, *Proximal Policy Optimization Algorithms*, Sec. 3); LoRA's low-rank adapters (Hu et al. 2021, *LoRA*, Sec. 4); gradient accumulation over micro-batches; 4-bit quantisation of weights (Dettmers et al. 2023, *QLoRA*, Sec. 2).
-# > * **Time here** (written by `scripts/run_notebooks.py` from the run that made this page, 2026-12-05: AMD EPYC, cpu family 23 model 1, 2 threads): full mode 13 min 2 s (the last cell's 782 s), of it section 2 (the objective) 2 min 35 s and section 3 (one real update, and the KL through the disabled adapter) 1 min 17 s and section 4 (update time and memory grow with $m$) 7 min 48 s.
+# > * **Time here** (written by `scripts/run_notebooks.py` from the run that made this page, 2026-12-05: AMD EPYC, cpu family 23 model 1, 2 threads): full mode 13 min 2 s (the last cell's 782 s), of it section 2 (the objective) 2 min 35 s, section 3 (one real update, and the KL through the disabled adapter) 1 min 17 s and section 4 (update time and memory grow with $m$) 7 min 48 s.
 # > * **You should see:** in section 3, the KL to the reference 0 before the update and above 0 after, and the largest change of a LoRA B entry equal to the learning rate.
 #
 # **Question.** What does one GRPO update on the kept rollouts compute, and what does it cost in time and memory as m grows?
@@ -584,9 +584,9 @@ lessons.plot_update_cost(cost, REPEATS, (slope, icept, r2), micro)
 # thread: 1 when its threads had the CPU to themselves, more when other work on the machine held them
 # off. On a shared CPU one wall-clock reading measures the machine's load as much as the update, which
 # is why this section times repeats in rounds and keeps the fastest; a large gap between the two with
-# a ratio well above 1 is that load, not the update. With the ratio near 1 the two agree per position up
-# to the single reading's own extras (one reading, not the fastest of several, and the first optimizer
-# step, which creates AdamW's state).
+# a ratio well above 1 is that load, not the update. With the ratio near 1, what gap remains is the single
+# reading's own extras (one reading, not the fastest of several, and the first optimizer step, which
+# creates AdamW's state).
 
 # %% [markdown]
 # ## 5. 4-bit quantisation + LoRA (QLoRA)
@@ -616,8 +616,10 @@ print(f"Qwen2.5-3B, r=64: {qwen_lora / 1e6:.0f}M trainable parameters (~{qwen_lo
 # %% [markdown]
 # Now a 4-bit model (in SMALL mode the package's tiny 2-layer test model, quantised by bitsandbytes on
 # CPU; otherwise SmolLM2 in 4 bits), given one update (with fixed $\pm1$ advantages: we only check the
-# mechanics; the update must move the adapter). (How bitsandbytes' 4-bit layers behave on a CPU, and
-# what their quantisation scales cost: appendix A.)
+# mechanics; the update must move the adapter). Its loss prints as 0, as in section 2: at the first step
+# the ratio is 1, so the loss is minus the advantages' mean over tokens, and ±1 over rows of equal length
+# cancel; its gradient does not, which the gradient norm and the changed adapter tensors show. (How
+# bitsandbytes' 4-bit layers behave on a CPU, and what their quantisation scales cost: appendix A.)
 
 # %%
 from minipods.model import is_4bit

@@ -91,9 +91,10 @@ def time_line(nb, when: str) -> str:
             num = re.match(r"(\d+)\.\s*(.+)", head)
             parts.append((f"section {num.group(1)} ({num.group(2)[0].lower()}{num.group(2)[1:]})" if num else head)
                          + f" {clock(s)}")
+    sections = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else "".join(parts)
     return (f"(written by `scripts/run_notebooks.py` from the run that made this page, {when}: {cpu()}"
             + (f", {threads.group(1)} threads" if threads else "") + f"): full mode {clock(total)} "
-            f"(the last cell's {total} s)" + (", of it " + " and ".join(parts) if parts else "") + ".")
+            f"(the last cell's {total} s)" + (f", of it {sections}" if parts else "") + ".")
 
 
 def cpu() -> str:

@@ -56,7 +56,9 @@ def shows(form: str, text: str) -> bool:
 
 # where a predict answer's value is printed as another quantity, one that does not give the answer away
 ELSEWHERE = {("06.1", "over 10 seeds (t 95% CI; sign-flip p 0.062)"):
-             "notebook 06 section 4: a 10-seed comparison's p that happens to be 64/1024 = 2/2^5"}
+             "notebook 06 section 4: a 10-seed comparison's p that happens to be 64/1024 = 2/2^5",
+             ("05.2", "narrower than the seeds allow"):
+             "notebook 05 section 2: how many times narrower the pooled interval is than the seed-level one"}
 
 
 def outputs(cell) -> str:
