@@ -12,7 +12,7 @@
 # > * **You will learn:** (1) the paper's ten runs per setting, read with the run as the unit; (2) "at least 1.7x faster", read the paper's way (mean curves) and run by run; (3) the n- and m-sweeps, the rules, and a step's cost on the L40S.
 # > * **Comes first:** 05 (its statistics: time to target, seed-level intervals).
 # > * **Background:** a Student-t confidence interval for a mean (e.g. OpenIntro Statistics, Sec. 7.1); a sign-flip (paired permutation) test (Good, *Permutation Tests*; the `minipods.stats.sign_flip_p` docstring); least squares with two predictors (a plane).
-# > * **Time here** (written by `scripts/run_notebooks.py` from the run that made this page, 2026-12-05: AMD EPYC, cpu family 23 model 1): full mode 4 s (the last cell's 4 s).
+# > * **Time here** (written by `scripts/run_notebooks.py` from the run that made this page, 2026-12-05: AMD EPYC, cpu family 23 model 1): full mode 5 s (the last cell's 5 s).
 # > * **You should see:** in section 2, the speed-up to GRPO's mean-curve peak from the mean curves and run by run.
 #
 # **Question.** The paper (Xu, Savani, Fang, Kolter, *Not All Rollouts are Useful: Down-Sampling Rollouts
