@@ -384,3 +384,12 @@ def test_a_predict_answer_equally_right_under_the_maths_is_accepted():
     ok, line = run_check("03.1", 2)  # 2 or 3 right answers of 5: the same variance, 0.24; the package keeps 3
     assert ok is True and "same variance" in line and "tie-break" in line, line
     assert run_check("03.1", 4)[0] is False and run_check("03.1", 3)[0] is True
+
+
+def test_05_1_hint_on_equal_differences_says_what_it_saw():
+    """Per-seed differences all equal: their t-interval has width 0. The fallback hint says that and the width it
+    got, and does not blame pooling, which the check did not see."""
+    st = {s: ([0.0, 1.0], [0.5, 1.5]) for s in range(3)}  # every seed's difference is +0.5
+    hint = E._interval_hint(st, [0.5] * 3, 0.5, 0.25, 0.75)
+    assert "all equal" in hint and "0.500 wide" in hint and "counts every question" not in hint
+    assert "all equal" not in E._interval_hint(st, [0.4, 0.5, 0.6], 0.5, 0.25, 0.75)
