@@ -80,7 +80,8 @@ def pct(m):
 #
 # A setting's name is `<task>[-<rule>]-512-<n>-<m>`: n rollouts generated per prompt, m kept for the
 # update (n = m is vanilla GRPO), the rule max-variance unless `Rand` (random) or `MaxR` (max-reward).
-# One prompt per step; each run trains for six hours of wall-clock.
+# One prompt per step; each run trains for about six hours of wall-clock (read here up to 6 h; section 0's
+# cell names the runs that go longer or stop earlier).
 
 # %%
 ROOT = Path(minipods.__file__).resolve().parent.parent
@@ -138,7 +139,7 @@ floor_prediction = None  # your prediction: the smallest possible sign-flip p wi
 from minipods.stats import sign_flip_p
 
 for k in (3, 5, 10):
-    print(f"{k:2d} seeds all +1 point: p = {sign_flip_p([0.01 * (i + 1) for i in range(k)]):.4f}")
+    print(f"{k:2d} seeds all positive (+1, +2, ... +{k} points): p = {sign_flip_p([0.01 * (i + 1) for i in range(k)]):.4f}")
 
 check("06.1", floor_prediction)
 
@@ -147,7 +148,7 @@ check("06.1", floor_prediction)
 #
 # Vanilla GRPO (n = m = 16) against GRPO-PODS (n = 64 → m = 16, max-variance), the paper's Figure 1:
 # each run thin, the mean over the ten runs bold, and the 95% t-interval of that mean across runs
-# shaded (the run is the unit: the interval says where another ten runs' mean could land). Every
+# shaded (the run is the unit: the interval is where the setting's mean over many runs plausibly lies). Every
 # curve starts at the untrained model's evaluation at 0 h (left); the right panel zooms in on the
 # checkpoints. Every interval comes from `minipods.analysis.summary`, as for a `compare` study:
 # `P.by_hours(study, h)` is the study as it stood after h hours, so each run's final evaluation there
@@ -315,11 +316,12 @@ assert drop[GRPO]["mean"] > drop[PODS]["mean"]
 # paper's claim of a speed-up holds, of a size its interval cannot pin to "at least 1.7×". With each
 # run's own plateau as the target the interval includes 1× and lies below 1.7× (asserted), and one
 # PODS run never gets there (censored: "≤"). The plateau target is easier for GRPO: a run's peak minus
-# its plateau is larger for GRPO than for PODS (printed; asserted), so GRPO's runs fall back from their
-# best more, and a target at the level they end on is one they reached early.
+# its plateau is larger for GRPO than for PODS on average (printed, with intervals that overlap; the means
+# asserted), so GRPO's runs tend to fall back from their best more, and a target at the level they end on
+# is one they reached early.
 # %% [markdown]
 # The whole summary of these two settings, as `python -m minipods.compare` writes its `summary.md` (the
-# same `summary_lines`), with the runs' times in hours: the robust time to target per run, with steps.
+# same `summary_lines`), with the runs' times in hours: the time to target per run (GRPO's plateau), with steps.
 
 # %%
 from minipods.analysis.summary import summary_lines
@@ -379,7 +381,7 @@ check("06.4", time_to_reach)
 # and 6 hours, mean over runs with its 95% interval; then where the means peak, and whether that peak
 # is above both ends of the sweep beyond the run-to-run noise (the peak minus each end, per-run
 # differences: t-interval and sign-flip p). The peak is chosen after looking, which biases its lead
-# up: a "no" is firm, a "yes" would be generous.
+# up: a "yes" would be generous, and a "no" means ten runs cannot show a peak, not that the curve is flat.
 
 # %%
 BUDGETS = (2.0, 4.0, 6.0)
@@ -394,7 +396,7 @@ for ax, (v, ks) in zip(axes, SWEEPS.items()):
         f = [budget[v, h]["final"][k] for k in ks]
         ax.errorbar([x * dx for x in xs], [100 * m["mean"] for m in f], capsize=3, marker="o", label=f"after {h:g} h",
                     yerr=[[100 * (m["mean"] - m["lo"]) for m in f], [100 * (m["hi"] - m["mean"]) for m in f]])
-    ax.set_xticks(xs, [str(x) for x in xs])  # linear axis: the plane and the two-time lines are straight in n and m
+    ax.set_xticks(xs, [str(x) for x in xs])
     ax.set_xlabel(f"{v} ({'m = 16' if v == 'n' else 'n = 64'})"); ax.legend(fontsize=8)
 axes[0].set_ylabel("GSM8K accuracy % (mean, 95% CI over runs)"); fig.suptitle("accuracy at fixed wall-clock budgets")
 plt.tight_layout(); plt.show()
@@ -455,9 +457,9 @@ assert all(b["versus"][MAXR]["seeds"]["lo"] > 0 and b["versus"][RAND]["seeds"]["
 # rest of GRPO's step, $(7.5 - 16\,b_r) / 16$, with no fixed cost. The cell prices every setting with
 # both, and the figure draws them on linear axes (the space both models are linear in, so their lines
 # are straight). The plane is the cost model minipods uses for the L40S
-# (`minipods.measure.costmodel.L40S_FIT`, `paper_l40s_model`, used by the planner; notebook 05 prices
-# a step with it, one prompt a step too). The other tasks, models and rules are listed
-# beside them (the plane is fitted to, and only priced for, the max-variance GSM8K settings).
+# (`minipods.measure.costmodel.L40S_FIT`, `paper_l40s_model`, used by the planner; notebook 05 section 6
+# draws both, one prompt a step too). The other tasks, models and rules are listed
+# beside them (both models are built from, and only priced for, the max-variance GSM8K settings).
 
 # %%
 from minipods.measure import costmodel
@@ -466,17 +468,17 @@ per_run = P.seconds_per_step(study)  # setting -> each run's seconds per step
 fit = P.fit_step_cost({k: per_run[k] for k in sweep_names})
 T = costmodel.PAPER_L40S  # the two step times: lines through zero, one prompt a step (as the runs)
 b_r = (T["pods_s"] - T["grpo_s"]) / (T["n"] - T["m"])
-old = costmodel.CostModel(costmodel.Line(0.0, b_r), costmodel.Line(0.0, (T["grpo_s"] - T["m"] * b_r) / T["m"]))
-assert abs(old.step_seconds(T["n"], T["m"], prompts=1)["pods"] - T["pods_s"]) < 1e-9  # it returns the paper's two steps
-assert abs(old.step_seconds(T["m"], T["m"], prompts=1)["pods"] - T["grpo_s"]) < 1e-9
+two_times = costmodel.CostModel(costmodel.Line(0.0, b_r), costmodel.Line(0.0, (T["grpo_s"] - T["m"] * b_r) / T["m"]))
+assert abs(two_times.step_seconds(T["n"], T["m"], prompts=1)["pods"] - T["pods_s"]) < 1e-9  # it returns the paper's two steps
+assert abs(two_times.step_seconds(T["m"], T["m"], prompts=1)["pods"] - T["grpo_s"]) < 1e-9
 length = {k: np.mean([r["mean_length"] for r in rows if r["config"] == k and r["benchmark"] == "gsm8k"]) for k in settings}
 print(f"plane over {fit['runs']} runs: s/step = {fit['c']:.2f} + {fit['b_n']:.4f} n + {fit['b_m']:.4f} m (R² {fit['r2']:.3f})")
 print(f"  {'setting':22s} {'s/step [95% CI over runs]':>27s} | plane | two step times | GSM8K answer length")
 for k in settings:
     s, iv = P.setting(k), mean_interval(per_run[k])
     plane = f"{fit['c'] + fit['b_n'] * s['n'] + fit['b_m'] * s['m']:5.2f}" if k in sweep_names else "    -"
-    today = old.step_seconds(s["n"], s["m"], prompts=1)["pods"]
-    print(f"  {k:22s} {iv['mean']:8.2f} [{iv['lo']:5.2f}, {iv['hi']:5.2f}] | {plane} | {today:16.2f} | {length[k]:.0f} tokens")
+    two_times_s = f"{two_times.step_seconds(s['n'], s['m'], prompts=1)['pods']:14.2f}" if k in sweep_names else f"{'-':>14s}"
+    print(f"  {k:22s} {iv['mean']:8.2f} [{iv['lo']:5.2f}, {iv['hi']:5.2f}] | {plane} | {two_times_s} | {length[k]:.0f} tokens")
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
@@ -488,7 +490,7 @@ for ax, (vary, fixed, value) in zip(axes, (("n", "m", 16), ("m", "n", 64))):
     ax.plot(xs, [np.mean(per_run[k]) for k in ks], "o", color="k", ms=7, label="mean of 10 runs")
     grid = np.linspace(min(xs), max(xs), 50)
     ax.plot(grid, [fit["c"] + fit["b_" + vary] * x + fit["b_" + fixed] * value for x in grid], "-", label="plane fitted to all runs")
-    ax.plot(grid, [old.step_seconds(*((x, value) if vary == "n" else (value, x)), prompts=1)["pods"] for x in grid],
+    ax.plot(grid, [two_times.step_seconds(*((x, value) if vary == "n" else (value, x)), prompts=1)["pods"] for x in grid],
             "--", label="two step times (no fixed cost)")
     ax.set_xticks(xs, [str(x) for x in xs])  # linear axis: the plane and the two-time lines are straight in n and m
     ax.set_xlabel(f"{vary} ({fixed} = {value})"); ax.legend(fontsize=8)
@@ -505,12 +507,12 @@ print(f"one more generated rollout costs {fit['b_n']:.3f} s, one more kept rollo
       f"({fit['b_m'] / fit['b_n']:.1f}x), and a step {fit['c']:.1f} s besides: at n = 64 -> m = 16 generation is "
       f"{fit['b_n'] * 64:.1f} s, the kept rollouts' share {fit['b_m'] * 16:.1f} s, the fixed part {fit['c']:.1f} s")
 m2 = "GSM8K-512-64-2"
-print(f"the two step times price n = 64 -> m = 2 at {old.step_seconds(64, 2, prompts=1)['pods']:.1f} s; the runs took "
+print(f"the two step times price n = 64 -> m = 2 at {two_times.step_seconds(64, 2, prompts=1)['pods']:.1f} s; the runs took "
       f"{cost[m2]['mean']:.1f} s [{cost[m2]['lo']:.1f}, {cost[m2]['hi']:.1f}]: without a fixed cost, fewer kept rollouts look far cheaper than they are")
 print(f"other rules at n = 64 -> m = 16: random {cost[RAND]['mean']:.1f} s, max-reward {cost[MAXR]['mean']:.1f} s a step "
       f"(its answers are longer: {length[MAXR]:.0f} tokens against {length[PODS]:.0f}); Llama {cost['Llama-512-16-16-0.04']['mean'] / cost[GRPO]['mean']:.1f}x Qwen's GRPO step")
 assert len(inside) == len(sweep_names) and fit["r2"] > 0.9 and abs(cost[GRPO]["mean"] - 7.5) < 0.15 and abs(cost[PODS]["mean"] - 10.1) < 0.15
-assert old.step_seconds(64, 2, prompts=1)["pods"] < cost[m2]["lo"] and cost[MAXR]["lo"] > cost[PODS]["hi"]
+assert two_times.step_seconds(64, 2, prompts=1)["pods"] < cost[m2]["lo"] and cost[MAXR]["lo"] > cost[PODS]["hi"]
 assert all(abs(costmodel.paper_l40s_model().step_seconds(s["n"], s["m"])["pods"] - plane[k]) < 0.01  # the planner's lines
            for k, s in ((k, P.setting(k)) for k in sweep_names))
 
@@ -523,7 +525,7 @@ assert all(abs(costmodel.paper_l40s_model().step_seconds(s["n"], s["m"])["pods"]
 # the end, the last checkpoint every run of the pair has (6 h, but 5.5 h for Llama, where one PODS run
 # stops there: section 0); the paper's-way speed-up (mean curves, GRPO's mean peak itself, at the
 # checkpoints and interpolated); and per run, with that peak and with each run's GRPO plateau as the
-# target. AMC23 has only 40 questions, so one evaluation's standard error is several points and the
+# target. AMC23 has only 40 questions, so one evaluation's standard error is a few points (section 0) and the
 # untrained model already lies within that tolerance of GRPO's peak: per run there is no target to reach
 # ("no target"), while the paper's way, which has no tolerance, still finds one. A speed-up marked `≤`
 # counts PODS runs that never reached the target at their end: an upper bound, so it cannot show PODS
@@ -708,7 +710,7 @@ m = 2 is below the m-sweep's peak beyond the noise after \
 minus max-reward {100 * rules[2.0]['versus'][MAXR]['seeds']['mean']:+.1f}; the lead over random is clear of the noise \
 after {', '.join(f'{h:g} h' for h in over_rand) or 'no budget'}.
 * A step on the L40S: {fit['c']:.1f} s + {fit['b_n']:.3f} s per generated rollout + {fit['b_m']:.3f} s per kept one \
-(R² {fit['r2']:.2f}); the cost model's two-point lines miss the fixed {fit['c']:.1f} s.
+(R² {fit['r2']:.2f}); the lines through the two step times miss the fixed {fit['c']:.1f} s.
 * Transfer: PODS ahead at the end on {'; '.join(clear_end) or 'none'}; sooner to GRPO's plateau per run on {'; '.join(faster) or 'none'}; \
 later on {'; '.join(slower) or 'none'}.
 * Time-averaged accuracy (post hoc), PODS minus GRPO over the 6 h: \

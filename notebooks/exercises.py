@@ -1106,7 +1106,7 @@ def _j_05_4(answer):
     from minipods.stats import sign_flip_p
 
     for k in (3, 5, 10):
-        print(f"{k:2d} seeds all +1 point: p = {sign_flip_p([0.01 * (i + 1) for i in range(k)]):.4f}")
+        print(f"{k:2d} seeds all positive (+1, +2, ... +{k} points): p = {sign_flip_p([0.01 * (i + 1) for i in range(k)]):.4f}")
     ''')
 def _j_06_1(answer):
     truth = _stats().sign_flip_p([1.0, 2.0, 3.0, 4.0, 5.0])
