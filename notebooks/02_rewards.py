@@ -12,7 +12,7 @@
 # > * **You will learn:** (1) how a completion is graded: the lenient answer extractor and the format reward; (2) GRPO's advantage (sample std) and why a group of equal rewards teaches nothing; (3) how often a group of n is silent: p^n + (1 − p)^n.
 # > * **Comes first:** 01.
 # > * **Background:** mean and the sample standard deviation (n − 1 in the denominator); GRPO's group-relative advantage (Shao et al. 2024, *DeepSeekMath*, Sec. 4.1); the probability that n independent trials all agree, p^n + (1 − p)^n.
-# > * **Time here** (written by `scripts/run_notebooks.py` from the run that made this page, 2026-12-05: AMD EPYC, cpu family 23 model 1, 2 threads): full mode 2 min 1 s (the last cell's 121 s), of it section 4 (rewards of real groups) 2 min 1 s.
+# > * **Time here** (written by `scripts/run_notebooks.py` from the run that made this page, 2026-12-05: AMD EPYC, cpu family 23 model 1, 2 threads): full mode 1 min 58 s (the last cell's 118 s), of it section 4 (rewards of real groups) 1 min 57 s.
 # > * **You should see:** in section 5, the advantage of the right answer in rewards [1, 0, 0, 0]: 1.500, not np.std's 1.732.
 #
 # **Question.** How is a rollout scored, and when does a group of rollouts carry no learning signal?
@@ -287,7 +287,6 @@ if not SMALL:  # the prose above, on SmolLM2 (the tiny random model of SMALL mod
 # are **mixed groups**, the only ones that move GRPO; 0 and 4 are silent.
 
 # %%
-import json
 from collections import Counter
 from minipods.analysis import results
 
@@ -296,7 +295,7 @@ meta = results.read_json(study / "comparison.json")
 runs = {seed: arms["grpo"] for seed, arms in results.seed_dirs(study, meta).items()}  # seed -> GRPO run folder
 cfg = results.read_config(runs[0])
 assert cfg["prompts_per_step"] == 1 and cfg["n"] == 4, "one group a step: correct_frac * n is the group's count"
-steps = {seed: [r for r in map(json.loads, open(run / "metrics.jsonl")) if "correct_frac" in r] for seed, run in runs.items()}
+steps = {seed: results.training_rows(results.read_rows(run)) for seed, run in runs.items()}  # one row a step
 right = {seed: [round(r["correct_frac"] * cfg["n"]) for r in rs] for seed, rs in steps.items()}  # right answers of 4
 bonus = sum(r["format_reward_mean"] > 0 for rs in steps.values() for r in rs)  # steps where a format bonus was earned
 print(f"steps with any format bonus: {bonus} of {sum(map(len, steps.values()))} (elsewhere rewards are the right answers)")

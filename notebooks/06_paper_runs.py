@@ -62,13 +62,8 @@ print(f"{'SMALL' if SMALL else 'full'} mode | numpy {np.__version__} | no model:
 from minipods.analysis import paper_runs as P
 from minipods.stats import mean_interval
 from minipods.analysis.summary import difference, format_difference, summarize_study, time_to_target
+# differences print at the seed level (pooled=False): a pooled interval is over questions, not runs (05, section 2)
 from IPython.display import Markdown, display
-
-
-def seed_line(d):
-    """A paired difference at the seed level only: the pooled interval format_difference adds after it is over
-    these seeds' questions, not independent draws (notebook 05, section 2), so this notebook leaves it out."""
-    return format_difference(d, per_seed=False).split("; these seeds'")[0]
 
 
 def pct(m):
@@ -178,7 +173,7 @@ fig.suptitle("each run thin, mean bold, 95% interval across runs"); plt.tight_la
 ahead = []
 for h in HOURS:
     g, q, d = at[h]["final"][GRPO], at[h]["final"][PODS], at[h]["versus"][GRPO]
-    print(f"{h:3.1f} h | GRPO {pct(g)} | PODS {pct(q)} | PODS minus GRPO {seed_line(d)}")
+    print(f"{h:3.1f} h | GRPO {pct(g)} | PODS {pct(q)} | PODS minus GRPO {format_difference(d, per_seed=False, pooled=False)}")
     ahead.append(d["seeds"]["lo"] > 0)
 later = [h for h in HOURS if h >= 1]
 print(f"PODS's mean is above GRPO's at {sum(at[h]['final'][PODS]['mean'] > at[h]['final'][GRPO]['mean'] for h in later)} "
@@ -409,7 +404,7 @@ for (v, h), b in budget.items():
     print(f"{v}-sweep after {h:g} h: " + " | ".join(f"{v}={P.setting(k)[v]} {pct(b['final'][k])}" for k in ks))
     ends = {k: difference(cut, k, top) for k in (ks[0], ks[-1]) if k != top}
     for k, d in ends.items():
-        print(f"   the peak ({v}={P.setting(top)[v]}) minus {v}={P.setting(k)[v]}: {seed_line(d)}")
+        print(f"   the peak ({v}={P.setting(top)[v]}) minus {v}={P.setting(k)[v]}: {format_difference(d, per_seed=False, pooled=False)}")
     clear = {k: d["seeds"]["lo"] > 0 for k, d in ends.items()}
     peaked[v, h] = len(ends) == 2 and all(clear.values())
     print("   -> " + ("a single peak inside the sweep, above both ends beyond the run-to-run noise" if peaked[v, h] else
@@ -436,7 +431,7 @@ for h, b in rules.items():
     print(f"after {h:g} h: max-variance {pct(b['final'][PODS])} | random {pct(b['final'][RAND])} | "
           f"max-reward {pct(b['final'][MAXR])}")
     for k in (RAND, MAXR):
-        print(f"   max-variance minus {k}: {seed_line(b['versus'][k])}")
+        print(f"   max-variance minus {k}: {format_difference(b['versus'][k], per_seed=False, pooled=False)}")
 over_rand = [h for h, b in rules.items() if b["versus"][RAND]["seeds"]["lo"] > 0]
 print(f"max-variance's lead over random is outside the run-to-run noise after "
       f"{', '.join(f'{h:g} h' for h in over_rand) or 'no budget'} (of {', '.join(f'{h:g} h' for h in BUDGETS)}); "
@@ -540,11 +535,12 @@ def read_pair(bench, g, q):
     top = max(pt.accuracy for pt in curves[g])
     end = min(pts[-1].seconds for by in st.values() for pts in by.values()) / 3600
     hours = {a: [first_hours(curves[a], top, interp) for interp in (False, True)] for a in (g, q)}
-    per = {}
+    per, arms = {}, {}
     for k, target in (("peak", top), ("plateau", None)):
-        arm = time_to_target(st, g, target=target)["arms"].get(q)
-        per[k] = sx(arm and arm["speedup"], arm and arm["censored"])
+        arms[k] = time_to_target(st, g, target=target)["arms"].get(q) or {}
+        per[k] = sx(arms[k].get("speedup"), arms[k].get("censored"))
     return {"end": end, "diff": {h: difference(P.by_hours(st, h), g, q)["seeds"] for h in (2.0, end)}, "per": per,
+            "plateau": arms["plateau"],
             "paper_way": [("never" if hq is None else f"{hg / hq:.2f}x ({hg:.2f} h vs {hq:.2f} h)")
                           for hg, hq in zip(hours[g], hours[q])]}
 
@@ -562,10 +558,8 @@ assert pairs["Llama, on GSM8K"]["end"] == 5.5 and all(r["end"] == 6.0 for k, r i
 
 # %%
 clear_end = [label for label, r in pairs.items() if r["diff"][r["end"]]["lo"] > 0]
-pair_times = {label: time_to_target(P.only(P.paper_study(a[0], list(a[1:]), rows=rows), list(a[1:])), a[1])["arms"]
-              .get(a[2], {}) for label, a in PAIRS.items()}
-plateau_sp = {label: t.get("speedup") for label, t in pair_times.items()}
-bounded = [label for label, t in pair_times.items() if t.get("censored")]  # PODS runs that never got there: an upper bound
+plateau_sp = {label: r["plateau"].get("speedup") for label, r in pairs.items()}  # read_pair's, target GRPO's plateau
+bounded = [label for label, r in pairs.items() if r["plateau"].get("censored")]  # PODS runs that never got there: ≤
 faster = [label for label, sp in plateau_sp.items() if sp and sp["lo"] and sp["lo"] > 1 and label not in bounded]
 slower = [label for label, sp in plateau_sp.items() if sp and sp["hi"] and sp["hi"] < 1]
 print(f"PODS ahead at the end beyond the run-to-run noise: {'; '.join(clear_end) or 'none'}")
@@ -654,7 +648,7 @@ if laptop_dir:
     assert said["laptop, the paper's design (SmolLM2-135M, 900 s)"] == ["level within the noise", "level within the noise", True]
     assert min(sds["laptop, the paper's design (SmolLM2-135M, 900 s)"]) > 3 * max(sds[next(iter(sds))])  # several times
     lt = lap["time"]["arms"]["pods_random"]
-    print(f"the laptop study: max-variance minus random, final {seed_line(lap['versus']['pods_random'])}; "
+    print(f"the laptop study: max-variance minus random, final {format_difference(lap['versus']['pods_random'], per_seed=False, pooled=False)}; "
           f"random reached GRPO's plateau on {lt['reached']} of {len(lap['seeds'])} seeds (max-variance "
           f"{lap['time']['arms']['pods_max_variance']['reached']})")
 
@@ -717,10 +711,10 @@ later on {'; '.join(slower) or 'none'}.
 {interval(summaries[next(iter(summaries))][0]['averaged_versus'][GRPO]['seeds'])} points."""
 if laptop_dir:
     card += (f"\n* The laptop study on the paper's design ({len(lap['seeds'])} seeds, SmolLM2-135M, 900 s): PODS minus GRPO "
-             f"{seed_line(lap['versus']['grpo'])}; time-averaged (post hoc) "
+             f"{format_difference(lap['versus']['grpo'], per_seed=False, pooled=False)}; time-averaged (post hoc) "
              f"{interval(lap['averaged_versus']['grpo']['seeds'])} points; speed-up to GRPO's plateau "
              f"{sx(*map(lap['time']['arms']['pods_max_variance'].get, ('speedup', 'censored')))}; max-variance minus random "
-             f"{seed_line(lap['versus']['pods_random'])}.")
+             f"{format_difference(lap['versus']['pods_random'], per_seed=False, pooled=False)}.")
 display(Markdown(card))
 
 # %%

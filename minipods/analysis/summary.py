@@ -203,8 +203,8 @@ def _cell(d: dict | None, unit: str = "") -> str:
     return _seed_cell(next(iter(d["per_seed"].values())), unit)
 
 
-def format_difference(d: dict, per_seed: bool = True) -> str:
-    """The one paired line: the across-seed mean [t 95% CI], sign-flip p, per seed, then the pooled
+def format_difference(d: dict, per_seed: bool = True, pooled: bool = True) -> str:
+    """The one paired line: the across-seed mean [t 95% CI], sign-flip p, per seed, then (`pooled`) the pooled
     interval (these seeds' questions). One seed: its paired interval on this seed's questions."""
     ps, m = d["per_seed"], d["seeds"]
     if not ps:
@@ -217,7 +217,7 @@ def format_difference(d: dict, per_seed: bool = True) -> str:
         (f"; sign-flip p {fmt_p(m['p'])})" if m["p"] is not None else ")")
     if per_seed:
         line += "; per seed " + ", ".join(map(_seed_cell, ps.values()))
-    if q := d["pooled"]:
+    if pooled and (q := d["pooled"]):
         line += f"; these seeds' {q['n']} questions pooled {_pts(q['diff'], '', q['ci95'])}"
     return line
 
